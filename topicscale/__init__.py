@@ -1,0 +1,3 @@
+"""topicscale: stochastic topic models for corpora larger than memory."""
+
+__version__ = "0.1.0"
