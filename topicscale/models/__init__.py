@@ -1,0 +1,15 @@
+"""Model types and loading by the kind recorded in the model file."""
+from ..errors import InputError
+from . import store
+from .lda import LDAModel
+
+MODEL_TYPES = {"lda": LDAModel}
+
+
+def load_model(path):
+    """Load any topicscale model folder."""
+    meta, arrays, vocab = store.load(path)
+    kind = meta.get("model")
+    if kind not in MODEL_TYPES:
+        raise InputError(path, None, f"unknown model type {kind!r}")
+    return MODEL_TYPES[kind].from_stored(meta, arrays, vocab)

@@ -1,0 +1,33 @@
+"""Synthetic corpora drawn from the LDA generative process, with their planted topics."""
+import numpy as np
+
+from topicscale.corpus.shards import CorpusWriter
+
+
+def planted_topics(n_topics, n_words, rng, words_per_topic=None):
+    """Topics with (mostly) disjoint supports, so they are well separated and identifiable."""
+    words_per_topic = words_per_topic or n_words // n_topics
+    beta = np.full((n_topics, n_words), 1e-4)
+    for k in range(n_topics):
+        support = np.arange(k * words_per_topic, (k + 1) * words_per_topic) % n_words
+        beta[k, support] += rng.dirichlet(np.full(support.shape[0], 1.0))
+    return beta / beta.sum(axis=1, keepdims=True)
+
+
+def lda_documents(beta, n_docs, doc_length, alpha, rng):
+    """Yield (word_ids, counts) of documents drawn from LDA with topics beta (K x V)."""
+    K, V = beta.shape
+    for _ in range(n_docs):
+        theta = rng.dirichlet(np.full(K, alpha))
+        words = rng.choice(V, size=doc_length, p=theta @ beta)
+        ids, counts = np.unique(words, return_counts=True)
+        yield ids.astype(np.int32), counts.astype(np.int32)
+
+
+def write_corpus(path, docs, n_words, shard_docs=10_000):
+    vocab = [f"w{i}" for i in range(n_words)]
+    with CorpusWriter(path, vocab, shard_docs=shard_docs) as w:
+        for i, (ids, counts) in enumerate(docs):
+            w.add(f"d{i}", ids, counts)
+    from topicscale.corpus.shards import Corpus
+    return Corpus(path)

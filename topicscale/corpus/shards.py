@@ -1,0 +1,221 @@
+"""The native corpus format: a folder of memory-mapped CSR shards.
+
+    CORPUS/manifest.json         format, version, counts (documents, tokens, vocabulary, non-zeros), shards
+    CORPUS/vocab.txt             one word per line, in column order
+    CORPUS/ids.txt               one document id per line, in row order
+    CORPUS/shard-NNNNN.indptr.npy   int64, n_docs + 1 offsets into the two arrays below
+    CORPUS/shard-NNNNN.indices.npy  int32 word ids, ascending within a document
+    CORPUS/shard-NNNNN.counts.npy   int32 counts (> 0)
+
+Writers stream (a shard is flushed every `shard_docs` documents), so memory does not grow
+with the corpus; readers memory-map the shards and never load the corpus whole.
+"""
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..atomic import atomic_dir
+from ..errors import InputError
+from .. import __version__
+
+FORMAT = "topicscale-corpus"
+VERSION = 1
+SHARD_DOCS = 50_000
+
+
+@dataclass
+class Rows:
+    """A CSR block of documents: global row numbers, offsets, word ids and counts."""
+    rows: np.ndarray      # int64 (D,)
+    indptr: np.ndarray    # int64 (D + 1,)
+    indices: np.ndarray   # int32 (nnz,)
+    counts: np.ndarray    # float64 (nnz,)
+
+    @property
+    def n_docs(self):
+        return self.rows.shape[0]
+
+    @property
+    def n_tokens(self):
+        return float(self.counts.sum())
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as fh:
+        return [line.rstrip("\n") for line in fh]
+
+
+class CorpusWriter:
+    """Stream documents into a new corpus folder; `close()` publishes it atomically."""
+
+    def __init__(self, path, vocab, shard_docs=SHARD_DOCS, source=None):
+        self.path = Path(path)
+        self.vocab = list(vocab)
+        self.shard_docs = shard_docs
+        self.source = source or []
+        self._ctx = atomic_dir(self.path)
+        self._dir = self._ctx.__enter__()
+        self._ids = open(self._dir / "ids.txt", "w", encoding="utf-8")
+        self._shards = []
+        self._buf_ids, self._buf_counts, self._buf_len = [], [], []
+        self.n_docs = self.nnz = self.n_tokens = 0
+        self.stats = {}
+
+    def add(self, doc_id, word_ids, counts):
+        """Append one non-empty document (word ids ascending and unique, counts > 0)."""
+        self._ids.write(f"{doc_id}\n")
+        self._buf_ids.append(np.asarray(word_ids, dtype=np.int32))
+        self._buf_counts.append(np.asarray(counts, dtype=np.int32))
+        self._buf_len.append(len(word_ids))
+        self.n_docs += 1
+        self.nnz += len(word_ids)
+        self.n_tokens += int(np.sum(counts))
+        if len(self._buf_len) >= self.shard_docs:
+            self._flush()
+
+    def _flush(self):
+        if not self._buf_len:
+            return
+        name = f"shard-{len(self._shards):05d}"
+        indptr = np.zeros(len(self._buf_len) + 1, dtype=np.int64)
+        np.cumsum(self._buf_len, out=indptr[1:])
+        np.save(self._dir / f"{name}.indptr.npy", indptr)
+        np.save(self._dir / f"{name}.indices.npy", np.concatenate(self._buf_ids))
+        np.save(self._dir / f"{name}.counts.npy", np.concatenate(self._buf_counts))
+        self._shards.append({"name": name, "n_docs": len(self._buf_len), "nnz": int(indptr[-1])})
+        self._buf_ids, self._buf_counts, self._buf_len = [], [], []
+
+    def close(self):
+        """Write the last shard, vocabulary and manifest, and move the folder into place."""
+        self._flush()
+        self._ids.close()
+        with open(self._dir / "vocab.txt", "w", encoding="utf-8") as fh:
+            fh.writelines(f"{w}\n" for w in self.vocab)
+        manifest = {"format": FORMAT, "version": VERSION, "n_docs": self.n_docs,
+                    "n_words": len(self.vocab), "nnz": self.nnz, "n_tokens": self.n_tokens,
+                    "shards": self._shards, "source": self.source, "stats": self.stats,
+                    "created_by": f"topicscale {__version__}"}
+        (self._dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        self._ctx.__exit__(None, None, None)
+
+    def abort(self, exc=None):
+        """Discard everything written so far."""
+        self._ids.close()
+        err = exc or RuntimeError("aborted")
+        try:
+            self._ctx.__exit__(type(err), err, None)
+        except BaseException:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        if typ is None:
+            self.close()
+        else:
+            self.abort(exc)
+        return False
+
+
+class Corpus:
+    """A native corpus opened read-only; shards are memory-mapped on first use."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        manifest_path = self.path / "manifest.json"
+        if not manifest_path.is_file():
+            raise InputError(self.path, None, "not a topicscale corpus (no manifest.json); "
+                             "create one with `topicscale prepare`")
+        try:
+            m = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(manifest_path, None, f"unreadable manifest: {exc}") from None
+        if m.get("format") != FORMAT:
+            raise InputError(manifest_path, None, "not a topicscale corpus manifest")
+        if m.get("version", 0) > VERSION:
+            raise InputError(manifest_path, None, f"corpus format version {m['version']} is newer "
+                             f"than this topicscale supports ({VERSION}); upgrade topicscale")
+        self.manifest = m
+        self.n_docs = m["n_docs"]
+        self.n_words = m["n_words"]
+        self.nnz = m["nnz"]
+        self.n_tokens = m["n_tokens"]
+        self.shards = m["shards"]
+        self.starts = np.zeros(len(self.shards) + 1, dtype=np.int64)
+        np.cumsum([s["n_docs"] for s in self.shards], out=self.starts[1:])
+        if self.starts[-1] != self.n_docs:
+            raise InputError(manifest_path, None, "shard document counts do not add up to n_docs")
+        self._mapped = {}
+        self._vocab = None
+
+    @property
+    def vocab(self):
+        if self._vocab is None:
+            self._vocab = read_lines(self.path / "vocab.txt")
+            if len(self._vocab) != self.n_words:
+                raise InputError(self.path / "vocab.txt", None, f"has {len(self._vocab)} words, "
+                                 f"manifest says {self.n_words}")
+        return self._vocab
+
+    def ids(self):
+        """Document ids in row order (read from ids.txt)."""
+        return read_lines(self.path / "ids.txt")
+
+    def shard(self, i):
+        """(indptr, indices, counts) of shard i, memory-mapped and checked once."""
+        if i not in self._mapped:
+            info = self.shards[i]
+            base = self.path / info["name"]
+            try:
+                arrays = tuple(np.load(f"{base}.{part}.npy", mmap_mode="r")
+                               for part in ("indptr", "indices", "counts"))
+            except (OSError, ValueError) as exc:
+                raise InputError(f"{base}.*.npy", None, f"unreadable shard: {exc}") from None
+            indptr, indices, counts = arrays
+            bad = (indptr.shape != (info["n_docs"] + 1,) or indices.shape != (info["nnz"],)
+                   or counts.shape != (info["nnz"],) or indptr[0] != 0 or indptr[-1] != info["nnz"]
+                   or (info["n_docs"] and np.any(np.diff(indptr) < 0)))
+            if bad:
+                raise InputError(f"{base}.indptr.npy", None, "shard arrays disagree with the manifest")
+            if info["nnz"]:
+                if indices.min() < 0 or indices.max() >= self.n_words:
+                    row = int(np.searchsorted(indptr, np.argmax((indices < 0) | (indices >= self.n_words)),
+                                              side="right"))
+                    raise InputError(f"{base}.indices.npy", None, f"word id out of range in document "
+                                     f"{self.starts[i] + row} (vocabulary has {self.n_words} words)")
+                if counts.min() <= 0:
+                    raise InputError(f"{base}.counts.npy", None, "non-positive count")
+            self._mapped[i] = arrays
+        return self._mapped[i]
+
+    def rows(self, rows):
+        """Gather documents by global row number (in the order given) into one CSR block."""
+        rows = np.asarray(rows, dtype=np.int64)
+        shard_of = np.searchsorted(self.starts, rows, side="right") - 1
+        lengths = np.empty(rows.shape[0], dtype=np.int64)
+        starts = np.empty(rows.shape[0], dtype=np.int64)
+        for s in np.unique(shard_of):
+            sel = shard_of == s
+            indptr = self.shard(s)[0]
+            local = rows[sel] - self.starts[s]
+            starts[sel] = indptr[local]
+            lengths[sel] = indptr[local + 1] - starts[sel]
+        out_ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lengths, out=out_ptr[1:])
+        indices = np.empty(out_ptr[-1], dtype=np.int32)
+        counts = np.empty(out_ptr[-1], dtype=np.float64)
+        for s in np.unique(shard_of):
+            _, s_indices, s_counts = self.shard(s)
+            for i in np.flatnonzero(shard_of == s):
+                a, n = starts[i], lengths[i]
+                indices[out_ptr[i]:out_ptr[i] + n] = s_indices[a:a + n]
+                counts[out_ptr[i]:out_ptr[i] + n] = s_counts[a:a + n]
+        return Rows(rows, out_ptr, indices, counts)
+
+    def blocks(self, block_docs=10_000):
+        """Stream the corpus in row order as CSR blocks of at most `block_docs` documents."""
+        for start in range(0, self.n_docs, block_docs):
+            yield self.rows(np.arange(start, min(start + block_docs, self.n_docs)))

@@ -1,0 +1,97 @@
+"""Held-out evaluation by document completion (SVI paper, section 4).
+
+Each held-out document's distinct words are split at random into two disjoint halves. The
+document's variational parameters are fitted on the observed half with the model's own local
+step, the topics held fixed; the other half is scored under the predictive distribution
+p(w_new | w_obs) ~ sum_k E[theta_k] E[beta_kw]. The score is the total log probability of the
+held-out tokens divided by their number (per-word predictive log likelihood).
+
+The split is a hash of (seed, row, word id), so it does not depend on block sizes or threads;
+documents with fewer than two distinct words cannot be split and are not scored.
+"""
+import math
+
+import numpy as np
+
+from .errors import InputError
+from .inference.local import MeanField
+from .kernels.meanfield import completion_log_likelihood
+
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _hash(x):
+    """splitmix64 finaliser, vectorised over uint64."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * _MIX1
+        x = (x ^ (x >> np.uint64(27))) * _MIX2
+        return x ^ (x >> np.uint64(31))
+
+
+def split_block(block, seed):
+    """Split a CSR block into (observed, held-out) CSR triples over the same documents."""
+    lengths = np.diff(block.indptr)
+    doc = np.repeat(np.arange(block.n_docs), lengths)
+    with np.errstate(over="ignore"):
+        key = _hash(np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+                    ^ _hash(block.rows[doc].astype(np.uint64) + np.uint64(1))
+                    ^ (block.indices.astype(np.uint64) << np.uint64(20)))
+    order = np.lexsort((key, doc))          # by document, then by key
+    rank = np.empty_like(doc)
+    rank[order] = np.arange(doc.shape[0]) - block.indptr[doc[order]]
+    observed = (rank < lengths[doc] // 2)
+    scored = lengths[doc] >= 2
+
+    def part(mask):
+        ptr = np.zeros(block.n_docs + 1, dtype=np.int64)
+        np.cumsum(np.bincount(doc[mask], minlength=block.n_docs), out=ptr[1:])
+        return ptr, block.indices[mask], block.counts[mask]
+
+    return part(observed & scored), part(~observed & scored)
+
+
+def check_vocabulary(vocab, corpus):
+    if corpus.n_words != len(vocab) or corpus.vocab != list(vocab):
+        raise InputError(corpus.path / "vocab.txt", None,
+                         "vocabulary differs from the model's; prepare this corpus with "
+                         "`topicscale prepare ... --vocab MODEL` so its columns match")
+
+
+def document_completion(heldout, estep_topics, score_topics, alpha, local=None, seed=0,
+                        block_docs=4096):
+    """Per-word predictive log likelihood of `heldout` (a Corpus).
+
+    estep_topics (V x K) drive the local step (exp(E[log beta]) for a variational model, or a
+    point estimate of beta); score_topics (V x K) are E[beta] used in the predictive sum.
+    """
+    local = local or MeanField()
+    total, tokens, docs = 0.0, 0.0, 0
+    for block in heldout.blocks(block_docs):
+        (optr, oind, ocnt), (hptr, hind, hcnt) = split_block(block, seed)
+        result = local.fit(optr, oind, ocnt, estep_topics, alpha)
+        theta = result.gamma / result.gamma.sum(axis=1, keepdims=True)
+        ll = np.empty(block.n_docs)
+        completion_log_likelihood(hptr, hind, hcnt, theta, score_topics, ll)
+        total += math.fsum(ll)
+        tokens += float(hcnt.sum())
+        docs += int(np.count_nonzero(np.diff(hptr)))
+    per_word = total / tokens if tokens else float("nan")
+    return {"per_word_ll": per_word, "perplexity": math.exp(-per_word) if tokens else float("nan"),
+            "documents": docs, "heldout_tokens": tokens}
+
+
+def evaluate_model(model, heldout, seed=0, local=None):
+    """Document completion with the model's own local step and E[beta]."""
+    check_vocabulary(model.vocab, heldout)
+    return document_completion(heldout, model.exp_elog_beta(), model.expected_beta(), model.alpha,
+                               local=local, seed=seed)
+
+
+def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3):
+    """Fold-in score of any K x V row-stochastic topic matrix (e.g. another tool's topics):
+    the mean-field local step with beta as a point estimate, alpha = 1/K unless given."""
+    beta = np.ascontiguousarray(np.asarray(beta, dtype=np.float64).T)
+    K = beta.shape[1]
+    alpha = np.full(K, 1.0 / K if alpha is None else float(alpha))
+    return document_completion(heldout, beta, beta, alpha, MeanField(max_iter, tol), seed=seed)

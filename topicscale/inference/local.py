@@ -1,0 +1,62 @@
+"""Local steps: fit each document's variational parameters given the global topics."""
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..kernels import meanfield
+from ..stats import SufficientStats
+
+
+@dataclass
+class LocalResult:
+    gamma: np.ndarray            # D x K variational Dirichlet of each document
+    exp_elog_theta: np.ndarray   # D x K
+    token_weight: np.ndarray     # nnz, c_n / norm_n
+    sweeps: np.ndarray           # D, sweeps of the document loop
+    threads_used: int
+
+
+class MeanField:
+    """Mean-field E-step of LDA (SVI paper eqs. 33-34), numba kernel parallel over documents."""
+    name = "meanfield"
+
+    def __init__(self, max_iter=100, tol=1e-3):
+        self.max_iter = int(max_iter)
+        self.tol = float(tol)
+
+    def fit(self, indptr, indices, counts, topics, alpha):
+        """Run the kernel on a CSR block whose `indices` index rows of `topics` (V' x K)."""
+        D, K = indptr.shape[0] - 1, topics.shape[1]
+        n_chunks = max(1, min(D, 4 * numba.get_num_threads()))
+        gamma = np.empty((D, K))
+        exp_elog_theta = np.empty((D, K))
+        token_weight = np.empty(indices.shape[0])
+        sweeps = np.zeros(D, dtype=np.int64)
+        chunk_thread = np.full(n_chunks, -1, dtype=np.int64)
+        meanfield.estep_batch(indptr, indices, counts, topics, np.asarray(alpha, dtype=np.float64),
+                              self.max_iter, self.tol, n_chunks, gamma, exp_elog_theta,
+                              token_weight, sweeps, chunk_thread)
+        return LocalResult(gamma, exp_elog_theta, token_weight, sweeps,
+                           len(np.unique(chunk_thread[chunk_thread >= 0])))
+
+    def statistics(self, batch, model):
+        """E-step on a minibatch (Rows) and its sufficient statistics for the global step."""
+        words, local = np.unique(batch.indices, return_inverse=True)
+        local = local.astype(np.int32)
+        exp_elog_beta = model.exp_elog_beta(words)
+        result = self.fit(batch.indptr, local, batch.counts, exp_elog_beta, model.alpha)
+        # transpose the minibatch (stable sort keeps document order within each word)
+        order = np.argsort(local, kind="stable")
+        word_ptr = np.zeros(words.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(local, minlength=words.shape[0]), out=word_ptr[1:])
+        doc_of_token = np.repeat(np.arange(batch.n_docs), np.diff(batch.indptr))
+        word_topic = np.empty((words.shape[0], model.n_topics))
+        meanfield.word_topic_statistics(word_ptr, doc_of_token[order], result.token_weight[order],
+                                        result.exp_elog_theta, word_topic)
+        word_topic *= exp_elog_beta
+        stats = SufficientStats(words.astype(np.int64), word_topic, batch.n_docs, batch.n_tokens)
+        return stats, result
+
+
+LOCAL_STEPS = {"meanfield": MeanField}

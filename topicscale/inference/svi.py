@@ -1,0 +1,31 @@
+"""Stochastic variational inference for LDA (SVI paper, figure 6, steps 10-11)."""
+from .schedule import robbins_monro
+
+
+class SVI:
+    """lambda <- (1 - rho_t) lambda + rho_t (eta + D/|S| sum_{d in S} sum_n c_dn phi_dn)."""
+    name = "svi"
+
+    def __init__(self, model, local, corpus_docs, tau=1.0, kappa=0.9):
+        self.model = model
+        self.local = local
+        self.corpus_docs = corpus_docs
+        self.tau = tau
+        self.kappa = kappa
+
+    def step(self, batch):
+        """One minibatch: local step, then the global natural-gradient step. Returns metrics."""
+        stats, result = self.local.statistics(batch, self.model)
+        self.update(stats)
+        return {"rho": self.last_rho, "sweeps": float(result.sweeps.mean()),
+                "threads_used": result.threads_used}
+
+    def update(self, stats):
+        m = self.model
+        rho = robbins_monro(m.step, self.tau, self.kappa)
+        m.lam *= 1.0 - rho
+        m.lam += rho * m.eta
+        m.lam[stats.words] += (rho * self.corpus_docs / stats.n_docs) * stats.word_topic
+        m.step += 1
+        m.docs_seen += stats.n_docs
+        self.last_rho = rho

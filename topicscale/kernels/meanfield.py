@@ -1,0 +1,119 @@
+"""LDA mean-field document E-step (SVI paper, Hoffman et al. 2013, figure 6 steps 5-9).
+
+For document d with distinct words w_n and counts c_n, iterate from gamma_dk = 1:
+    phi_nk   proportional to exp(E[log theta_dk]) * B[w_n, k]                 (eq. 33)
+    gamma_dk = alpha_k + sum_n c_n phi_nk                                      (eq. 34)
+until the mean absolute change of gamma_d falls below `tol` or `max_iter` sweeps ran.
+B is exp(E[log beta]) in training (V x K, word-major, so the loop over topics is
+contiguous), or a point estimate of the topics when folding in exported topics.
+
+phi is never stored: with norm_n = sum_k exp(E[log theta_dk]) B[w_n, k], the sufficient
+statistic sum_d c_dn phi_dnk = exp(E[log theta_dk]) B[w,k] c_n / norm_n, so the kernel
+returns the per-token weight r_n = c_n / norm_n and exp(E[log theta_d]), and the caller
+multiplies by B once per word of the minibatch (Hoffman's trick).
+"""
+import numpy as np
+from numba import njit, prange, get_thread_id
+
+from .special import exp_dirichlet_expectation
+
+NORM_FLOOR = 1e-100
+
+
+@njit(cache=True, nogil=True)
+def estep_document(ids, counts, topics, alpha, max_iter, tol,
+                   gamma, exp_elog_theta, token_weight, acc, last):
+    """Fit one document's gamma (in place); returns the number of sweeps run."""
+    K = gamma.shape[0]
+    n = ids.shape[0]
+    for k in range(K):
+        gamma[k] = 1.0
+    exp_dirichlet_expectation(gamma, exp_elog_theta)
+    sweeps = 0
+    for it in range(max_iter):
+        sweeps = it + 1
+        for k in range(K):
+            acc[k] = 0.0
+            last[k] = gamma[k]
+        for j in range(n):
+            row = topics[ids[j]]
+            norm = NORM_FLOOR
+            for k in range(K):
+                norm += exp_elog_theta[k] * row[k]
+            r = counts[j] / norm
+            for k in range(K):
+                acc[k] += r * row[k]
+        change = 0.0
+        for k in range(K):
+            gamma[k] = alpha[k] + exp_elog_theta[k] * acc[k]
+            change += abs(gamma[k] - last[k])
+        exp_dirichlet_expectation(gamma, exp_elog_theta)
+        if change / K < tol:
+            break
+    # token weights consistent with the final exp(E[log theta]) (used for the statistics)
+    for j in range(n):
+        row = topics[ids[j]]
+        norm = NORM_FLOOR
+        for k in range(K):
+            norm += exp_elog_theta[k] * row[k]
+        token_weight[j] = counts[j] / norm
+    return sweeps
+
+
+@njit(parallel=True, cache=True)
+def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, n_chunks,
+                gamma, exp_elog_theta, token_weight, sweeps, chunk_thread):
+    """E-step for every document of a CSR minibatch, parallel over fixed chunks of documents.
+
+    Each document is fitted independently, so the results do not depend on the number of
+    threads or chunks. Scratch arrays are allocated once per chunk, not per document.
+    chunk_thread[c] records which thread ran chunk c (to verify parallel execution).
+    """
+    D = indptr.shape[0] - 1
+    K = topics.shape[1]
+    for c in prange(n_chunks):
+        chunk_thread[c] = get_thread_id()
+        acc = np.empty(K)
+        last = np.empty(K)
+        for d in range(c * D // n_chunks, (c + 1) * D // n_chunks):
+            lo = indptr[d]
+            hi = indptr[d + 1]
+            sweeps[d] = estep_document(indices[lo:hi], counts[lo:hi], topics, alpha,
+                                       max_iter, tol, gamma[d], exp_elog_theta[d],
+                                       token_weight[lo:hi], acc, last)
+
+
+@njit(parallel=True, cache=True)
+def word_topic_statistics(word_ptr, word_docs, word_weight, exp_elog_theta, out):
+    """out[j, k] = sum over tokens of word j (in document order) of r_dj * exp(E[log theta_dk]).
+
+    The minibatch is given transposed (CSC: word_ptr over local word ids, word_docs the
+    documents in ascending order), so each row of `out` is owned by one thread and summed
+    in a fixed order: deterministic whatever the thread count.
+    """
+    K = out.shape[1]
+    for j in prange(out.shape[0]):
+        row = out[j]
+        for k in range(K):
+            row[k] = 0.0
+        for p in range(word_ptr[j], word_ptr[j + 1]):
+            theta = exp_elog_theta[word_docs[p]]
+            r = word_weight[p]
+            for k in range(K):
+                row[k] += r * theta[k]
+
+
+@njit(parallel=True, cache=True)
+def completion_log_likelihood(indptr, indices, counts, theta, topics, out):
+    """out[d] = sum_n c_n log(sum_k theta[d, k] topics[w_n, k])  (SVI paper, section 4)."""
+    D = indptr.shape[0] - 1
+    K = topics.shape[1]
+    for d in prange(D):
+        total = 0.0
+        for p in range(indptr[d], indptr[d + 1]):
+            row = topics[indices[p]]
+            s = 0.0
+            for k in range(K):
+                s += theta[d, k] * row[k]
+            total += counts[p] * np.log(s)
+        out[d] = total

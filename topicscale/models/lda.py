@@ -1,0 +1,70 @@
+"""LDA model state: the variational Dirichlet parameters lambda of the topics (SVI paper, sec. 3.2).
+
+lambda is stored word-major (V x K, row w holds lambda_{1..K, w}) so that the E-step's inner
+loop over topics reads contiguous memory; `export` writes the usual K x V matrix.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..kernels.special import digamma_array
+from . import store
+
+
+@dataclass
+class LDAModel:
+    lam: np.ndarray                 # V x K, lambda_{k,w} stored at [w, k]
+    alpha: np.ndarray               # K, Dirichlet prior on topic proportions
+    eta: float                      # Dirichlet prior on topics
+    vocab: list
+    step: int = 0                   # global updates done (t in rho_t)
+    docs_seen: int = 0
+    settings: dict = field(default_factory=dict)   # algorithm, schedule, local-step settings, ...
+    kind = "lda"
+
+    @property
+    def n_topics(self):
+        return self.lam.shape[1]
+
+    @property
+    def n_words(self):
+        return self.lam.shape[0]
+
+    @classmethod
+    def initial(cls, vocab, n_topics, alpha, eta, n_tokens, rng, settings=None):
+        """lambda_kw - eta ~ Exponential(mean = N / (K V)) for a corpus of N tokens.
+
+        The SVI paper's footnote 6 uses mean D*100/(KV) (D documents of about 100 words):
+        what eq. 35 gives after assigning the corpus's words to topics at random.
+        """
+        V = len(vocab)
+        lam = eta + rng.exponential(max(n_tokens, 1) / (n_topics * V), size=(V, n_topics))
+        return cls(lam=lam, alpha=np.full(n_topics, float(alpha)), eta=float(eta), vocab=list(vocab),
+                   settings=dict(settings or {}))
+
+    def exp_elog_beta(self, words=None):
+        """exp(E[log beta_kw]) = exp(psi(lambda_kw) - psi(sum_v lambda_kv)) for the given rows."""
+        lam = self.lam if words is None else self.lam[words]
+        return np.exp(digamma_array(np.ascontiguousarray(lam))
+                      - digamma_array(self.lam.sum(axis=0))[None, :])
+
+    def expected_beta(self):
+        """E[beta_kw] = lambda_kw / sum_v lambda_kv, word-major (V x K)."""
+        return self.lam / self.lam.sum(axis=0)[None, :]
+
+    def topic_weights(self):
+        """Share of the corpus's tokens assigned to each topic: sum_w (lambda_kw - eta), normalised."""
+        mass = np.maximum(self.lam.sum(axis=0) - self.eta * self.n_words, 0.0)
+        total = mass.sum()
+        return mass / total if total > 0 else np.full(self.n_topics, 1.0 / self.n_topics)
+
+    def save(self, path):
+        meta = {"model": self.kind, "n_topics": self.n_topics, "n_words": self.n_words,
+                "eta": self.eta, "step": self.step, "docs_seen": self.docs_seen,
+                "settings": self.settings}
+        store.save(path, meta, {"lambda": self.lam, "alpha": self.alpha}, self.vocab)
+
+    @classmethod
+    def from_stored(cls, meta, arrays, vocab):
+        return cls(lam=arrays["lambda"], alpha=arrays["alpha"], eta=meta["eta"], vocab=vocab,
+                   step=meta["step"], docs_seen=meta["docs_seen"], settings=meta["settings"])
