@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kernels.special import digamma_array
 from . import store
 
 
@@ -44,6 +43,7 @@ class LDAModel:
 
     def exp_elog_beta(self, words=None):
         """exp(E[log beta_kw]) = exp(psi(lambda_kw) - psi(sum_v lambda_kv)) for the given rows."""
+        from ..kernels.special import digamma_array   # imports numba: only when needed
         lam = self.lam if words is None else self.lam[words]
         return np.exp(digamma_array(np.ascontiguousarray(lam))
                       - digamma_array(self.lam.sum(axis=0))[None, :])

@@ -1,0 +1,29 @@
+# Everything runs inside .venv, created on first use from the system's python3.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO := demo
+
+.PHONY: install demo test bench clean
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Prepare the bundled State of the Union paragraphs, fit LDA, print topics and the held-out score.
+demo: $(STAMP)
+	$(BIN)/topicscale prepare data/sotu.jsonl.gz --heldout 0.1 --min-df 5 -o $(DEMO)/sotu
+	$(BIN)/topicscale fit $(DEMO)/sotu --config demo --heldout $(DEMO)/sotu-heldout --force -o $(DEMO)/model
+	$(BIN)/topicscale topics $(DEMO)/model
+	$(BIN)/topicscale eval $(DEMO)/model $(DEMO)/sotu-heldout
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) $(DEMO) build *.egg-info

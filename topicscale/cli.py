@@ -1,0 +1,339 @@
+"""The `topicscale` command line: parse, validate, call the library, print.
+
+User errors print one line `topicscale: error: ...` and exit with status 2.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__, registry
+from .errors import TopicscaleError
+
+
+def _show_progress(quiet):
+    return not quiet and sys.stderr.isatty()
+
+
+def _emit(as_json, payload, lines):
+    if as_json:
+        click.echo(json.dumps(payload, indent=None))
+    else:
+        for line in lines:
+            click.echo(line)
+
+
+def _set_threads(threads):
+    import numba
+    available = numba.config.NUMBA_NUM_THREADS
+    if threads is None:
+        threads = available
+    if not 1 <= threads <= available:
+        raise click.BadParameter(f"must be between 1 and {available} (cores available to numba)",
+                                 param_hint="--threads")
+    numba.set_num_threads(threads)
+    return threads
+
+
+def _heldout_spec(value):
+    if value is None:
+        return 0.0
+    try:
+        number = float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither a count nor a fraction") from None
+    if number <= 0 or (number >= 1 and number != int(number)):
+        raise click.BadParameter("a fraction in (0, 1) or a whole number of documents")
+    return number
+
+
+class UserError(click.ClickException):
+    """A TopicscaleError or OSError shown as one line, exit status 2."""
+    exit_code = 2
+
+    def show(self, file=None):
+        click.echo(f"topicscale: error: {self.format_message()}", err=True)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except TopicscaleError as exc:
+            raise UserError(str(exc)) from None
+        except BrokenPipeError:
+            # the reader of our output went away (e.g. `| head`): stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise click.exceptions.Exit(0) from None
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise UserError(f"{where}{exc.strerror or exc}") from None
+        except KeyboardInterrupt:
+            click.echo("topicscale: interrupted", err=True)
+            raise click.exceptions.Exit(130) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="topicscale")
+def cli():
+    """Topic models for corpora larger than memory, fitted by stochastic variational inference.
+
+    \b
+    Typical session:
+      topicscale prepare speeches.jsonl --heldout 0.1 -o corpus    # also writes corpus-heldout
+      topicscale fit corpus -k 50 --heldout corpus-heldout -o model
+      topicscale topics model
+      topicscale eval model corpus-heldout
+    """
+
+
+# ------------------------------------------------------------------------------------ prepare
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False),
+              help="Corpus folder to write (replaced atomically if it exists).")
+@click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "uci", "ldac", "mm"]),
+              help="Input format; guessed from the file name when omitted "
+                   "(docword*.txt: uci, .ldac: ldac, .mm/.mtx: mm, .jsonl: jsonl, else text).")
+@click.option("--vocab", help="UCI / LDA-C / MatrixMarket: the vocabulary file. Text: a fixed "
+              "vocabulary (word-per-line file, corpus folder or model folder); unknown words are "
+              "dropped and counted.")
+@click.option("--heldout", help="Hold out N documents, or a FRACTION of them, into OUTPUT-heldout.")
+@click.option("--heldout-output", type=click.Path(file_okay=False),
+              help="Where to write the held-out corpus [default: OUTPUT-heldout].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the held-out draw.")
+@click.option("--min-df", type=click.IntRange(1), default=2, show_default=True,
+              help="Text: keep words in at least this many documents.")
+@click.option("--max-df", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
+              help="Text: drop words in more than this fraction of documents.")
+@click.option("--max-vocab", type=click.IntRange(0), default=0,
+              help="Text: keep at most this many of the most frequent words (0: no limit).")
+@click.option("--stopwords", default="english", show_default=True,
+              help="Text: 'english' (built-in list), 'none', or a file with one word per line.")
+@click.option("--token-pattern", default=None,
+              help="Text: regular expression of a token [default: runs of 2+ letters].")
+@click.option("--text-field", default="text", show_default=True, help="JSON lines: field holding the text.")
+@click.option("--id-field", default="id", show_default=True, help="JSON lines: field holding the document id.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, max_df, max_vocab,
+            stopwords, token_pattern, text_field, id_field, as_json, quiet):
+    """Convert INPUTS (text, JSON lines, UCI, LDA-C, MatrixMarket; '-' is stdin) into a corpus.
+
+    Text is lower-cased, tokenised and stripped of stop words; the vocabulary is pruned by
+    --min-df, --max-df and --max-vocab. Empty documents are skipped and counted.
+    """
+    from .corpus.prepare import prepare as run
+    from .corpus.tokenize import DEFAULT_TOKEN_PATTERN
+    summary = run(inputs, output, fmt=fmt, vocab=vocab, heldout=_heldout_spec(heldout),
+                  heldout_output=heldout_output, seed=seed, min_df=min_df, max_df=max_df,
+                  max_vocab=max_vocab, stopwords=stopwords,
+                  token_pattern=token_pattern or DEFAULT_TOKEN_PATTERN, text_field=text_field,
+                  id_field=id_field, progress=_show_progress(quiet))
+    lines = [f"wrote {summary['output']}: {summary['documents']} documents, {summary['tokens']} tokens, "
+             f"{summary['vocabulary']} words"]
+    if "heldout_output" in summary:
+        lines.append(f"wrote {summary['heldout_output']}: {summary['heldout_documents']} held-out documents")
+    lines.append(f"skipped {summary['skipped_empty']} empty documents; "
+                 f"dropped {summary['dropped_tokens']} out-of-vocabulary tokens")
+    _emit(as_json, summary, lines)
+
+
+# --------------------------------------------------------------------------------------- info
+@cli.command()
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def info(path, as_json):
+    """Describe a corpus (documents, tokens, vocabulary, non-zeros) or a model (hyperparameters)."""
+    if (Path(path) / "manifest.json").is_file():
+        from .corpus.shards import Corpus
+        c = Corpus(path)
+        payload = {"type": "corpus", "path": path, "documents": c.n_docs, "tokens": c.n_tokens,
+                   "vocabulary": c.n_words, "nnz": c.nnz, "shards": len(c.shards),
+                   **c.manifest.get("stats", {})}
+    else:
+        from .models import load_model
+        m = load_model(path)
+        payload = {"type": "model", "path": path, "model": m.kind, "topics": m.n_topics,
+                   "vocabulary": m.n_words, "alpha": float(m.alpha[0]), "eta": m.eta, "step": m.step,
+                   "docs_seen": m.docs_seen, **m.settings}
+    _emit(as_json, payload, [f"{k:<16} {v}" for k, v in payload.items()])
+
+
+# ---------------------------------------------------------------------------------------- fit
+def _load_config(ctx, param, value):
+    if value:
+        from .config import load_defaults
+        ctx.default_map = {**(ctx.default_map or {}), **load_defaults(value, ctx.command)}
+    return value
+
+
+@cli.command()
+@click.argument("corpus", type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Model folder to write.")
+@click.option("--config", callback=_load_config, is_eager=True, expose_value=False,
+              help="TOML preset (a file or a name from configs/, e.g. svi-paper); flags override it.")
+@click.option("-k", "--topics", "n_topics", type=click.IntRange(1),
+              help="Number of topics K [default: 100, or the --init model's].")
+@click.option("--algorithm", type=click.Choice(sorted(registry.ALGORITHMS)), default="svi",
+              show_default=True, help="Global step.")
+@click.option("--local", "local_step", type=click.Choice(sorted(registry.LOCAL_STEPS)),
+              help="Local (per-document) step [default: the algorithm's own].")
+@click.option("--batch-size", type=click.IntRange(1), default=500, show_default=True,
+              help="Documents per minibatch (S).")
+@click.option("--kappa", type=click.FloatRange(0.5, 1.0), default=0.7, show_default=True,
+              help="Forgetting rate: rho_t = (tau + t)^-kappa.")
+@click.option("--tau", type=click.FloatRange(0, min_open=False), default=64.0, show_default=True,
+              help="Delay: down-weights the first minibatches.")
+@click.option("--alpha", type=click.FloatRange(0, min_open=True), help="Topic-proportion prior [default: 1/K].")
+@click.option("--eta", type=click.FloatRange(0, min_open=True), default=0.01, show_default=True,
+              help="Topic Dirichlet prior.")
+@click.option("--passes", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+              help="Passes over the corpus (fractions allowed).")
+@click.option("--max-docs", type=click.IntRange(0), default=0, help="Stop after this many documents (0: no limit).")
+@click.option("--time-limit", type=click.FloatRange(0), default=0.0, help="Stop after this many seconds (0: none).")
+@click.option("--max-iter", type=click.IntRange(1), default=100, show_default=True,
+              help="Cap on E-step sweeps per document.")
+@click.option("--tol", type=click.FloatRange(0), default=1e-3, show_default=True,
+              help="E-step stops when the mean change of gamma is below this.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed: same seed, same model.")
+@click.option("--threads", type=int, help="Threads for the E-step [default: all cores].")
+@click.option("--heldout", type=click.Path(exists=True, file_okay=False),
+              help="Held-out corpus scored during and after training.")
+@click.option("--eval-every", type=click.IntRange(0), default=0,
+              help="Minibatches between held-out evaluations (0: only at the end).")
+@click.option("--init", "init_model", type=click.Path(exists=True, file_okay=False),
+              help="Continue training this model (same vocabulary; step counter carried on).")
+@click.option("--force", is_flag=True, help="Replace an existing model in OUTPUT.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def fit(corpus, output, n_topics, algorithm, local_step, batch_size, kappa, tau, alpha, eta, passes,
+        max_docs, time_limit, max_iter, tol, seed, threads, heldout, eval_every, init_model, force,
+        as_json, quiet):
+    """Fit a topic model to CORPUS (a folder written by `topicscale prepare`).
+
+    Minibatches are sampled from the disk-backed shards; each is fitted by a numba kernel in
+    parallel over its documents, then folded into the topics with step size rho_t.
+    Per-minibatch metrics are written to OUTPUT/metrics.jsonl.
+    """
+    from .runs import run_fit
+    threads = _set_threads(threads)
+    summary = run_fit(corpus=corpus, output=output, n_topics=n_topics, algorithm=algorithm,
+                      local_step=local_step, batch_size=batch_size, kappa=kappa, tau=tau, alpha=alpha,
+                      eta=eta, passes=passes, max_docs=max_docs, time_limit=time_limit,
+                      max_iter=max_iter, tol=tol, seed=seed, threads=threads, heldout=heldout,
+                      eval_every=eval_every, init_model=init_model, force=force,
+                      progress=_show_progress(quiet))
+    lines = [f"wrote {output}: K={summary['topics']}, {summary['docs']} documents in "
+             f"{summary['train_seconds']:.2f} s ({summary['docs_per_s'] or 0:.0f} docs/s, "
+             f"{summary['threads']} threads)"]
+    if summary.get("heldout"):
+        h = summary["heldout"]
+        lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
+                     f"(perplexity {h['perplexity']:.1f}, {h['documents']} documents)")
+    _emit(as_json, summary, lines)
+
+
+# --------------------------------------------------------------------------------------- eval
+@cli.command("eval")
+@click.argument("model", type=click.Path(exists=True, file_okay=False))
+@click.argument("heldout", type=click.Path(exists=True, file_okay=False))
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the observed / held-out word split.")
+@click.option("--threads", type=int, help="Threads [default: all cores].")
+@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens}.")
+def eval_(model, heldout, seed, threads, as_json):
+    """Per-word predictive log likelihood of HELDOUT by document completion (SVI paper, sec. 4).
+
+    Each document's distinct words are split at random into halves; the model fits the
+    document's topic proportions on one half and predicts the other.
+    """
+    from .corpus.shards import Corpus
+    from .evaluate import evaluate_model
+    from .models import load_model
+    from .runs import local_step_for
+    _set_threads(threads)
+    m = load_model(model)
+    result = evaluate_model(m, Corpus(heldout), seed=seed, local=local_step_for(m))
+    _emit(as_json, result, [f"per-word log likelihood {result['per_word_ll']:.4f}",
+                            f"perplexity {result['perplexity']:.2f}",
+                            f"{result['documents']} documents, {result['heldout_tokens']:.0f} held-out tokens"])
+
+
+# ------------------------------------------------------------------------------------- topics
+@cli.command()
+@click.argument("model", type=click.Path(exists=True, file_okay=False))
+@click.option("-n", "--words", "n_words", type=click.IntRange(1), default=10, show_default=True,
+              help="Words per topic.")
+@click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, words, weights}.")
+@click.option("--csv", "as_csv", is_flag=True, help="CSV: topic, weight, rank, word, probability.")
+def topics(model, n_words, as_json, as_csv):
+    """Top words of every topic, with the topic's share of the corpus."""
+    import numpy as np
+    from .models import load_model
+    m = load_model(model)
+    beta = m.expected_beta()
+    weights = m.topic_weights()
+    n = min(n_words, m.n_words)
+    rows = []
+    for k in range(m.n_topics):
+        top = np.argsort(-beta[:, k], kind="stable")[:n]
+        rows.append({"topic": k, "weight": float(weights[k]), "words": [m.vocab[i] for i in top],
+                     "weights": [float(beta[i, k]) for i in top]})
+    if as_json:
+        click.echo(json.dumps(rows))
+    elif as_csv:
+        import csv
+        out = csv.writer(sys.stdout, lineterminator="\n")
+        out.writerow(["topic", "weight", "rank", "word", "probability"])
+        for r in rows:
+            for rank, (w, p) in enumerate(zip(r["words"], r["weights"]), 1):
+                out.writerow([r["topic"], f"{r['weight']:.6g}", rank, w, f"{p:.6g}"])
+    else:
+        for r in rows:
+            click.echo(f"{r['topic']:>4}  {r['weight']:6.1%}  {' '.join(r['words'])}")
+
+
+# -------------------------------------------------------------------------------------- infer
+@cli.command()
+@click.argument("model", type=click.Path(exists=True, file_okay=False))
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="FILE.tsv (id then K proportions) or FILE.npy (ids in FILE.ids.txt).")
+@click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "uci", "ldac", "mm"]),
+              help="Format of raw INPUTS (a prepared corpus folder needs none).")
+@click.option("--threads", type=int, help="Threads [default: all cores].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def infer(model, inputs, output, fmt, threads, quiet):
+    """Topic proportions E[theta] of new documents: a prepared corpus, or raw INPUTS encoded with
+    the model's vocabulary (unknown words dropped, empty documents skipped)."""
+    from .runs import infer_proportions
+    _set_threads(threads)
+    summary = infer_proportions(model, inputs, output, fmt=fmt, progress=_show_progress(quiet))
+    click.echo(f"wrote {output}: {summary['documents']} documents x {summary['topics']} topics", err=True)
+
+
+# ------------------------------------------------------------------------------------- export
+@cli.command()
+@click.argument("model", type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="OUT.npy: the K x V row-stochastic E[beta]; OUT.vocab.txt beside it.")
+def export(model, output):
+    """Write the topics as a K x V matrix (rows sum to one) and the vocabulary in column order."""
+    import numpy as np
+    from .atomic import atomic_file
+    from .models import load_model
+    if not output.endswith(".npy"):
+        raise click.BadParameter("the output must end in .npy", param_hint="-o")
+    m = load_model(model)
+    with atomic_file(output) as fh:
+        np.save(fh, np.ascontiguousarray(m.expected_beta().T))
+    with atomic_file(output[:-4] + ".vocab.txt", "w") as fh:
+        fh.writelines(f"{w}\n" for w in m.vocab)
+    click.echo(f"wrote {output} ({m.n_topics} x {m.n_words}) and {output[:-4]}.vocab.txt", err=True)
+
+
+def main(argv=None):
+    """Entry point of bin/topicscale and the console script."""
+    cli.main(args=argv, prog_name="topicscale")

@@ -1,0 +1,38 @@
+"""TOML presets for `fit`: a file's keys become click defaults, so flags on the command line win."""
+import tomllib
+from pathlib import Path
+
+from .errors import TopicscaleError
+
+PRESET_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+def find_preset(spec):
+    """A path to a TOML file, or the name of a preset in configs/ (with or without .toml)."""
+    path = Path(spec)
+    if path.is_file():
+        return path
+    for candidate in (PRESET_DIR / spec, PRESET_DIR / f"{spec}.toml"):
+        if candidate.is_file():
+            return candidate
+    names = sorted(p.stem for p in PRESET_DIR.glob("*.toml")) if PRESET_DIR.is_dir() else []
+    raise TopicscaleError(f"no config file {spec!r}" + (f" (presets: {', '.join(names)})" if names else ""))
+
+
+def load_defaults(spec, command):
+    """Read a preset into a click default_map for `command` (keys may use - or _)."""
+    path = find_preset(spec)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise TopicscaleError(f"{path}: not valid TOML: {exc}") from None
+    names = {opt[2:].replace("-", "_"): p.name for p in command.params
+             for opt in getattr(p, "opts", ()) if opt.startswith("--") and p.name != "config"}
+    defaults = {}
+    for key, value in data.items():
+        name = names.get(key.replace("-", "_"))
+        if name is None:
+            raise TopicscaleError(f"{path}: unknown setting {key!r}; valid: "
+                                  f"{', '.join(sorted(n.replace('_', '-') for n in names))}")
+        defaults[name] = value
+    return defaults

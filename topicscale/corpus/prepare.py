@@ -1,0 +1,205 @@
+"""`topicscale prepare`: convert any supported input into the native sharded corpus.
+
+Raw text takes two streaming passes: the first counts document frequencies (memory grows
+with the vocabulary, not with the documents) and the second encodes; standard input is
+spooled to a temporary file so that it can be read twice. A fixed vocabulary (--vocab)
+encodes text in one pass, dropping and counting unknown words. Bag-of-words input is
+copied document by document. Empty documents are skipped and counted; document ids
+travel with every document. Held-out documents are drawn at random (seeded) from the
+input and written to a second corpus. Both corpora appear atomically, or not at all.
+"""
+import collections
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from ..errors import InputError, TopicscaleError
+from . import readers
+from .shards import Corpus, CorpusWriter
+from .tokenize import DEFAULT_TOKEN_PATTERN, Tokenizer, load_stopwords
+
+
+def load_vocabulary(spec):
+    """A vocabulary from a word-per-line file, a corpus folder or a model folder."""
+    path = Path(spec)
+    if (path / "manifest.json").is_file():
+        return Corpus(path).vocab
+    if (path / "model.npz").is_file():
+        from ..models import store
+        return store.load(path)[2]
+    if path.is_dir():
+        raise InputError(path, None, "neither a corpus nor a model folder")
+    return readers.read_vocab(str(path))
+
+
+def prune_vocabulary(doc_freq, n_docs, min_df, max_df, max_vocab):
+    """Words in at least min_df documents and at most max_df (a fraction) of them, the
+    `max_vocab` most frequent first; ties broken alphabetically, so the result is stable."""
+    limit = max_df * n_docs
+    kept = [(-df, w) for w, df in doc_freq.items() if df >= min_df and df <= limit]
+    kept.sort()
+    if max_vocab:
+        kept = kept[:max_vocab]
+    return sorted(w for _, w in kept)
+
+
+def heldout_rows(n_docs, heldout, seed):
+    """Sorted input positions of the held-out documents: `heldout` is a count (>= 1) or a fraction."""
+    if not heldout:
+        return np.zeros(0, dtype=np.int64)
+    n = int(round(heldout * n_docs)) if heldout < 1 else int(heldout)
+    if n >= n_docs:
+        raise TopicscaleError(f"--heldout {heldout} leaves no training documents (input has {n_docs})")
+    return np.sort(np.random.default_rng([seed, 0x0D0C]).choice(n_docs, size=n, replace=False))
+
+
+@contextlib.contextmanager
+def spooled_stdin(inputs):
+    """Replace "-" by a temporary copy of standard input (so it can be read twice)."""
+    if readers.STDIN not in inputs:
+        yield list(inputs)
+        return
+    with tempfile.TemporaryDirectory(prefix="topicscale-stdin-") as tmp:
+        copy = os.path.join(tmp, "stdin")
+        with open(copy, "wb") as fh:
+            shutil.copyfileobj(getattr(sys.stdin, "buffer", sys.stdin), fh)
+        yield [copy if p == readers.STDIN else p for p in inputs]
+
+
+class _Split:
+    """Route documents (by input position) to the training or held-out writer."""
+
+    def __init__(self, output, heldout_output, vocab, held, source):
+        self.train = CorpusWriter(output, vocab, source=source)
+        self.heldout = CorpusWriter(heldout_output, vocab, source=source) if len(held) else None
+        self.held = held
+        self.skipped_empty = 0
+
+    def add(self, position, doc_id, ids, counts):
+        if len(ids) == 0:
+            self.skipped_empty += 1
+            return
+        i = np.searchsorted(self.held, position)
+        held = i < len(self.held) and self.held[i] == position
+        (self.heldout if held else self.train).add(doc_id, ids, counts)
+
+    def close(self, input_name, stats):
+        if self.train.n_docs == 0:
+            raise InputError(input_name, None, "no non-empty training documents")
+        for w in (self.train, self.heldout):
+            if w is not None:
+                w.stats = dict(stats, skipped_empty=self.skipped_empty)
+        if self.heldout is not None:
+            self.heldout.close()
+        self.train.close()
+
+    def abort(self, exc):
+        for w in (self.train, self.heldout):
+            if w is not None:
+                w.abort(exc)
+
+
+def _encode(tokens, index):
+    ids = [index[t] for t in tokens if t in index]
+    if not ids:
+        return np.zeros(0, np.int32), np.zeros(0, np.int32), len(tokens)
+    u, c = np.unique(np.asarray(ids, dtype=np.int32), return_counts=True)
+    return u, c.astype(np.int32), len(tokens) - len(ids)
+
+
+def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=None, seed=0,
+            min_df=2, max_df=0.5, max_vocab=0, stopwords=None, token_pattern=DEFAULT_TOKEN_PATTERN,
+            text_field="text", id_field="id", progress=True):
+    """Write the corpus `output` (and `heldout_output`, default OUTPUT-heldout); returns a summary."""
+    inputs = [os.fspath(p) for p in inputs]
+    fmt = fmt or readers.guess_format(inputs[0])
+    output = Path(output)
+    heldout_output = Path(heldout_output) if heldout_output else output.with_name(output.name + "-heldout")
+    bar = tqdm(unit="doc", disable=not progress, leave=False, dynamic_ncols=True)
+    source = [{"input": p, "format": fmt} for p in inputs]
+    try:
+        if fmt in readers.BOW_FORMATS:
+            if len(inputs) != 1:
+                raise TopicscaleError(f"{fmt} input is one file; got {len(inputs)}")
+            result = _prepare_bow(inputs[0], fmt, vocab, output, heldout_output, heldout, seed, source, bar)
+        else:
+            tokenizer = Tokenizer(load_stopwords(stopwords), token_pattern)
+            with spooled_stdin(inputs) as files:
+                result = _prepare_text(files, fmt, vocab, output, heldout_output, heldout, seed, source,
+                                       tokenizer, min_df, max_df, max_vocab, text_field, id_field, bar)
+    finally:
+        bar.close()
+    return result
+
+
+def _prepare_bow(path, fmt, vocab_spec, output, heldout_output, heldout, seed, source, bar):
+    if vocab_spec and Path(vocab_spec).is_dir():
+        raise TopicscaleError(f"--vocab for {fmt} input is the vocabulary file that goes with it")
+    src = readers.open_bow(path, fmt, vocab_spec)
+    vocab = src.vocab or [f"w{i}" for i in range(src.n_words)]
+    n_docs = src.n_docs
+    if n_docs is None:
+        n_docs = sum(1 for _ in readers.iter_lines(path)) if heldout else 0
+    split = _Split(output, heldout_output, vocab, heldout_rows(n_docs, heldout, seed), source)
+    try:
+        for position, (doc_id, ids, counts, _, _) in enumerate(src.documents()):
+            split.add(position, doc_id, ids, counts)
+            bar.update()
+        split.close(path, {})
+    except BaseException as exc:
+        split.abort(exc)
+        raise
+    return _summary(split, output, heldout_output, len(vocab), dropped=0)
+
+
+def _prepare_text(files, fmt, vocab_spec, output, heldout_output, heldout, seed, source, tokenizer,
+                  min_df, max_df, max_vocab, text_field, id_field, bar):
+    docs = lambda: readers.iter_text_documents(files, fmt, text_field, id_field)
+    if vocab_spec:
+        vocab = load_vocabulary(vocab_spec)
+        n_docs = sum(1 for _ in docs()) if heldout else 0
+    else:
+        doc_freq = collections.Counter()
+        n_docs = 0
+        bar.set_description("counting")
+        for _, text, _, _ in docs():
+            doc_freq.update(set(tokenizer(text)))
+            n_docs += 1
+            bar.update()
+        vocab = prune_vocabulary(doc_freq, n_docs, min_df, max_df, max_vocab)
+        if not vocab:
+            raise InputError(files[0], None, f"no word passes --min-df {min_df} / --max-df {max_df} "
+                             f"in {n_docs} documents")
+        bar.reset()
+    index = {w: i for i, w in enumerate(vocab)}
+    bar.set_description("encoding")
+    split = _Split(output, heldout_output, vocab, heldout_rows(n_docs, heldout, seed), source)
+    dropped = 0
+    try:
+        for position, (doc_id, text, _, _) in enumerate(docs()):
+            ids, counts, unknown = _encode(tokenizer(text), index)
+            dropped += unknown
+            split.add(position, doc_id, ids, counts)
+            bar.update()
+        split.close(files[0], {"dropped_tokens": dropped})
+    except BaseException as exc:
+        split.abort(exc)
+        raise
+    return _summary(split, output, heldout_output, len(vocab), dropped)
+
+
+def _summary(split, output, heldout_output, n_words, dropped):
+    out = {"output": str(output), "documents": split.train.n_docs, "tokens": split.train.n_tokens,
+           "nnz": split.train.nnz, "vocabulary": n_words, "skipped_empty": split.skipped_empty,
+           "dropped_tokens": dropped}
+    if split.heldout is not None:
+        out.update(heldout_output=str(heldout_output), heldout_documents=split.heldout.n_docs,
+                   heldout_tokens=split.heldout.n_tokens)
+    return out
