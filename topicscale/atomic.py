@@ -6,6 +6,12 @@ import tempfile
 from pathlib import Path
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _fsync_dir(path):
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -24,6 +30,7 @@ def atomic_file(path, mode="wb"):
     """Yield a file object; on success it replaces `path` atomically, on error it vanishes."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, 0o666 & ~_umask())          # mkstemp's 0600 is not what users expect
     try:
         with os.fdopen(fd, mode) as fh:
             yield fh
@@ -47,6 +54,7 @@ def atomic_dir(path):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    os.chmod(tmp, 0o777 & ~_umask())
     try:
         yield tmp
         for child in tmp.rglob("*"):

@@ -70,7 +70,12 @@ def spooled_stdin(inputs):
         copy = os.path.join(tmp, "stdin")
         with open(copy, "wb") as fh:
             shutil.copyfileobj(getattr(sys.stdin, "buffer", sys.stdin), fh)
-        yield [copy if p == readers.STDIN else p for p in inputs]
+        try:
+            yield [copy if p == readers.STDIN else p for p in inputs]
+        except InputError as exc:
+            if exc.path == copy:          # name standard input in messages, not the spool file
+                exc.path = "<stdin>"
+            raise
 
 
 class _Split:

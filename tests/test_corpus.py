@@ -1,0 +1,129 @@
+"""Native shards, minibatch streams, prepare and the held-out split."""
+import json
+
+import numpy as np
+import pytest
+
+from topicscale.corpus.prepare import heldout_rows, prepare, prune_vocabulary
+from topicscale.corpus.shards import Corpus, CorpusWriter
+from topicscale.corpus.stream import MinibatchStream, StreamPosition
+from topicscale.errors import InputError
+from topicscale.evaluate import split_block
+
+
+def small_corpus(path, n_docs=57, n_words=20, shard_docs=10, seed=0):
+    rng = np.random.default_rng(seed)
+    docs = []
+    with CorpusWriter(path, [f"w{i}" for i in range(n_words)], shard_docs=shard_docs) as w:
+        for d in range(n_docs):
+            ids = np.sort(rng.choice(n_words, size=rng.integers(1, 8), replace=False)).astype(np.int32)
+            counts = rng.integers(1, 5, size=ids.shape[0]).astype(np.int32)
+            w.add(f"doc{d}", ids, counts)
+            docs.append((ids, counts))
+    return Corpus(path), docs
+
+
+def test_shards_round_trip_and_gather_in_any_order(tmp_path):
+    corpus, docs = small_corpus(tmp_path / "c")
+    assert len(corpus.shards) == 6 and corpus.n_docs == 57
+    assert corpus.ids()[:2] == ["doc0", "doc1"]
+    rows = [56, 3, 10, 9, 30]
+    block = corpus.rows(rows)
+    for i, r in enumerate(rows):
+        a, b = block.indptr[i], block.indptr[i + 1]
+        assert block.indices[a:b].tolist() == docs[r][0].tolist()
+        assert block.counts[a:b].tolist() == docs[r][1].tolist()
+    assert sum(b.n_docs for b in corpus.blocks(13)) == 57
+
+
+def test_writer_error_leaves_nothing(tmp_path):
+    with pytest.raises(RuntimeError):
+        with CorpusWriter(tmp_path / "c", ["a"]) as w:
+            w.add("x", [0], [1])
+            raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_corrupt_shard_is_refused(tmp_path):
+    corpus, _ = small_corpus(tmp_path / "c")
+    np.save(tmp_path / "c" / "shard-00001.indices.npy", np.full(corpus.shards[1]["nnz"], 99, dtype=np.int32))
+    with pytest.raises(InputError, match="word id out of range"):
+        Corpus(tmp_path / "c").rows([15])
+    with pytest.raises(InputError, match="not a topicscale corpus"):
+        Corpus(tmp_path)
+
+
+def test_stream_visits_every_document_once_per_epoch_and_resumes(tmp_path):
+    corpus, _ = small_corpus(tmp_path / "c", n_docs=1000)
+    stream = MinibatchStream(corpus, batch_size=64, seed=3, block_docs=50, window_blocks=4)
+    batches = []
+    for pos, block in stream():
+        if pos.epoch == 2:
+            break
+        batches.append((pos, block.rows.copy()))
+    epoch0 = np.concatenate([r for p, r in batches if p.epoch == 0])
+    epoch1 = np.concatenate([r for p, r in batches if p.epoch == 1])
+    assert sorted(epoch0) == list(range(1000)) and sorted(epoch1) == list(range(1000))
+    assert not np.array_equal(epoch0, epoch1)
+    assert not np.array_equal(epoch0, np.arange(1000))
+    # restarting at a position reproduces the same batches
+    pos, rows = batches[20]
+    again = next(iter(stream(StreamPosition(pos.epoch, pos.batch))))
+    assert again[0] == pos and np.array_equal(again[1].rows, rows)
+
+
+def test_heldout_split_is_disjoint_seeded_and_covers_the_document(tmp_path):
+    corpus, _ = small_corpus(tmp_path / "c")
+    block = corpus.rows(np.arange(corpus.n_docs))
+    (op, oi, oc), (hp, hi, hc) = split_block(block, seed=5)
+    for d in range(block.n_docs):
+        words = block.indices[block.indptr[d]:block.indptr[d + 1]]
+        obs, ho = oi[op[d]:op[d + 1]], hi[hp[d]:hp[d + 1]]
+        assert not set(obs) & set(ho)
+        if len(words) >= 2:
+            assert sorted(np.concatenate([obs, ho])) == sorted(words)
+            assert len(obs) == len(words) // 2
+        else:
+            assert len(obs) == len(ho) == 0
+    # the split depends on the seed and not on how the corpus is cut into blocks
+    (op2, oi2, _), _ = split_block(block, seed=6)
+    assert not np.array_equal(oi, oi2)
+    part = corpus.rows(np.arange(10, 20))
+    (pp, pi, _), _ = split_block(part, seed=5)
+    assert np.array_equal(pi, oi[op[10]:op[20]])
+
+
+def test_prune_vocabulary():
+    df = {"a": 1, "b": 2, "c": 5, "d": 3, "e": 3}
+    assert prune_vocabulary(df, 10, min_df=2, max_df=0.4, max_vocab=0) == ["b", "d", "e"]
+    assert prune_vocabulary(df, 10, min_df=1, max_df=1.0, max_vocab=2) == ["c", "d"]
+
+
+def test_heldout_rows():
+    assert len(heldout_rows(100, 0.1, 0)) == 10
+    assert len(heldout_rows(100, 7, 0)) == 7
+    assert np.array_equal(heldout_rows(100, 7, 0), heldout_rows(100, 7, 0))
+    assert len(heldout_rows(100, 0, 0)) == 0
+
+
+def test_prepare_text_with_heldout_and_fixed_vocabulary(tmp_path):
+    src = tmp_path / "docs.jsonl"
+    lines = [{"id": f"d{i}", "text": "apple banana cherry " * (i % 3 + 1) + ("date " if i % 2 else "")}
+             for i in range(40)]
+    lines.insert(5, {"id": "empty", "text": "the and of"})        # only stop words: skipped
+    src.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    s = prepare([str(src)], tmp_path / "c", heldout=0.25, min_df=1, max_df=1.0, progress=False)
+    assert s["skipped_empty"] == 1
+    assert s["documents"] + s["heldout_documents"] == 40 and s["heldout_documents"] == 10
+    train, held = Corpus(tmp_path / "c"), Corpus(tmp_path / "c-heldout")
+    assert train.vocab == ["apple", "banana", "cherry", "date"] == held.vocab
+    assert "empty" not in train.ids() + held.ids()
+    assert sorted(train.ids() + held.ids()) == sorted(x["id"] for x in lines if x["id"] != "empty")
+    # the same text encoded with the corpus's vocabulary, unknown words dropped and counted
+    new = tmp_path / "new.txt"
+    new.write_text("apple zebra apple\nzebra\n")
+    s2 = prepare([str(new)], tmp_path / "n", vocab=str(tmp_path / "c"), progress=False)
+    assert s2["documents"] == 1 and s2["skipped_empty"] == 1 and s2["dropped_tokens"] == 2
+    n = Corpus(tmp_path / "n")
+    block = n.rows([0])
+    assert n.ids() == ["1"] and block.indices.tolist() == [0] and block.counts.tolist() == [2.0]

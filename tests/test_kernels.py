@@ -1,0 +1,91 @@
+"""Numba kernels against their numpy twins in tests/reference.py."""
+import numpy as np
+import pytest
+from scipy.special import digamma as scipy_digamma
+
+import reference
+from topicscale.inference.local import MeanField
+from topicscale.kernels import meanfield
+from topicscale.kernels.special import digamma, digamma_array, exp_dirichlet_expectation
+from topicscale.models.lda import LDAModel
+from topicscale.corpus.shards import Rows
+
+
+def random_csr(rng, n_docs, n_words, max_len=30):
+    lengths = rng.integers(1, max_len, size=n_docs)
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    indices = np.concatenate([np.sort(rng.choice(n_words, size=n, replace=False)) for n in lengths])
+    counts = rng.integers(1, 6, size=indptr[-1]).astype(np.float64)
+    return indptr, indices.astype(np.int32), counts
+
+
+def test_digamma_matches_scipy_from_1e_minus_6_to_1e6():
+    x = np.logspace(-6, 6, 20001)
+    ours = digamma_array(x)
+    ref = scipy_digamma(x)
+    assert np.max(np.abs(ours - ref) / np.maximum(1.0, np.abs(ref))) < 1e-12
+
+
+def test_digamma_of_non_positive_is_nan():
+    assert np.isnan(digamma(0.0)) and np.isnan(digamma(-1.0)) and np.isnan(digamma(np.nan))
+
+
+def test_exp_dirichlet_expectation():
+    g = np.array([0.3, 2.0, 17.5])
+    out = np.empty(3)
+    exp_dirichlet_expectation(g, out)
+    assert np.allclose(out, np.exp(scipy_digamma(g) - scipy_digamma(g.sum())), rtol=1e-13)
+
+
+@pytest.mark.parametrize("K", [1, 3, 16])
+def test_estep_matches_numpy_reference(K):
+    rng = np.random.default_rng(K)
+    V = 40
+    indptr, indices, counts = random_csr(rng, 25, V)
+    topics = rng.gamma(0.5, 1.0, size=(V, K))
+    alpha = np.full(K, 0.3)
+    result = MeanField(max_iter=50, tol=1e-6).fit(indptr, indices, counts, topics, alpha)
+    for d in range(25):
+        a, b = indptr[d], indptr[d + 1]
+        gamma, eet, phi = reference.estep_document(indices[a:b], counts[a:b], topics, alpha, 50, 1e-6)
+        assert np.allclose(result.gamma[d], gamma, rtol=1e-8, atol=1e-10)
+        assert np.allclose(result.exp_elog_theta[d], eet, rtol=1e-8)
+        # token weights reproduce phi: phi_nk = r_n / c_n * exp(E log theta_k) * B[w_n, k]
+        phi_kernel = (result.token_weight[a:b] / counts[a:b])[:, None] * eet[None, :] * topics[indices[a:b]]
+        assert np.allclose(phi_kernel, phi, rtol=1e-8, atol=1e-12)
+
+
+def test_minibatch_statistics_match_reference():
+    rng = np.random.default_rng(7)
+    V, K = 60, 8
+    indptr, indices, counts = random_csr(rng, 40, V)
+    model = LDAModel.initial([f"w{i}" for i in range(V)], K, 0.2, 0.01, 1000.0, rng)
+    stats, result = MeanField(max_iter=30, tol=1e-7).statistics(
+        Rows(np.arange(40), indptr, indices, counts), model)
+    ref_stats, ref_gamma = reference.minibatch_statistics(indptr, indices, counts, model.exp_elog_beta(),
+                                                          model.alpha, 30, 1e-7, V)
+    assert np.array_equal(stats.words, np.unique(indices))
+    assert np.allclose(stats.word_topic, ref_stats[stats.words], rtol=1e-8, atol=1e-12)
+    assert np.allclose(result.gamma, ref_gamma, rtol=1e-8)
+    # each document's phi sums to its token count
+    assert np.isclose(stats.word_topic.sum(), counts.sum())
+
+
+def test_completion_log_likelihood_matches_reference():
+    rng = np.random.default_rng(3)
+    V, K = 30, 5
+    indptr, indices, counts = random_csr(rng, 12, V)
+    theta = rng.dirichlet(np.ones(K), size=12)
+    topics = rng.dirichlet(np.ones(V), size=K).T.copy()
+    out = np.empty(12)
+    meanfield.completion_log_likelihood(indptr, indices, counts, theta, topics, out)
+    assert np.allclose(out, reference.completion_log_likelihood(indptr, indices, counts, theta, topics),
+                       rtol=1e-12)
+
+
+def test_estep_stops_at_max_iter_and_reports_sweeps():
+    rng = np.random.default_rng(0)
+    indptr, indices, counts = random_csr(rng, 5, 20, max_len=10)
+    topics = rng.gamma(1.0, 1.0, size=(20, 4))
+    r = MeanField(max_iter=2, tol=0.0).fit(indptr, indices, counts, topics, np.full(4, 0.1))
+    assert np.all(r.sweeps == 2)
