@@ -1,0 +1,200 @@
+"""The command line end to end on the bundled corpus (kept short), and its error handling."""
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from topicscale.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SOTU = ROOT / "data" / "sotu.jsonl.gz"
+
+
+def run(*args, input=None, ok=True):
+    result = CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+@pytest.fixture(scope="module")
+def sotu(tmp_path_factory):
+    """The first 4,000 paragraphs of the bundled corpus, prepared with 10% held out."""
+    root = tmp_path_factory.mktemp("sotu")
+    with gzip.open(SOTU, "rt", encoding="utf-8") as fh:
+        lines = [next(fh) for _ in range(4000)]
+    (root / "sotu.jsonl").write_text("".join(lines))
+    out = run("prepare", root / "sotu.jsonl", "--heldout", "0.1", "--min-df", "3", "-o", root / "corpus",
+              "--json")
+    return root, json.loads(out.output)
+
+
+@pytest.fixture(scope="module")
+def model(sotu):
+    root, _ = sotu
+    out = run("fit", root / "corpus", "-k", "8", "--passes", "2", "--batch-size", "256", "--seed", "1",
+              "--heldout", root / "corpus-heldout", "--eval-every", "10", "--json", "-o", root / "model")
+    return root, json.loads(out.output)
+
+
+def test_prepare_summary(sotu):
+    _, s = sotu
+    assert s["documents"] + s["heldout_documents"] + s["skipped_empty"] == 4000
+    assert s["heldout_documents"] > 300 and s["vocabulary"] > 1000
+
+
+def test_info_of_corpus_and_model(model):
+    root, _ = model
+    c = json.loads(run("info", root / "corpus", "--json").output)
+    assert c["type"] == "corpus" and c["documents"] > 3000 and c["nnz"] <= c["tokens"]
+    m = json.loads(run("info", root / "model", "--json").output)
+    assert m["topics"] == 8 and m["vocabulary"] == c["vocabulary"] and m["algorithm"] == "svi"
+    assert m["alpha"] == pytest.approx(1 / 8)
+
+
+def test_fit_summary_metrics_and_eval(model):
+    root, summary = model
+    assert summary["threads_used"] >= 1 and summary["docs"] > 6000
+    records = [json.loads(l) for l in (root / "model" / "metrics.jsonl").read_text().splitlines()]
+    evals = [r for r in records if r["event"] == "eval"]
+    assert len(evals) >= 2 and records[-1]["event"] == "summary"
+    assert evals[-1]["per_word_ll"] > evals[0]["per_word_ll"]
+    ev = json.loads(run("eval", root / "model", root / "corpus-heldout", "--json").output)
+    assert set(ev) == {"per_word_ll", "perplexity", "documents", "heldout_tokens"}
+    assert ev["per_word_ll"] == pytest.approx(summary["heldout"]["per_word_ll"], rel=1e-12)
+    assert -11 < ev["per_word_ll"] < -5
+    assert ev["perplexity"] == pytest.approx(np.exp(-ev["per_word_ll"]))
+
+
+def test_topics_text_json_csv(model):
+    root, _ = model
+    rows = json.loads(run("topics", root / "model", "-n", "5", "--json").output)
+    assert [r["topic"] for r in rows] == list(range(8))
+    assert all(len(r["words"]) == 5 and r["weights"] == sorted(r["weights"], reverse=True) for r in rows)
+    assert sum(r["weight"] for r in rows) == pytest.approx(1.0)
+    text = run("topics", root / "model", "-n", "3").output.splitlines()
+    assert len(text) == 8 and text[0].split()[2:] == rows[0]["words"][:3]
+    csv = run("topics", root / "model", "-n", "2", "--csv").output.splitlines()
+    assert csv[0] == "topic,weight,rank,word,probability" and len(csv) == 1 + 16
+
+
+def test_export_is_row_stochastic_with_vocabulary(model, tmp_path):
+    root, _ = model
+    run("export", root / "model", "-o", tmp_path / "topics.npy")
+    beta = np.load(tmp_path / "topics.npy")
+    vocab = (tmp_path / "topics.vocab.txt").read_text().splitlines()
+    assert beta.shape == (8, len(vocab)) and np.allclose(beta.sum(axis=1), 1.0)
+    assert vocab == (root / "corpus" / "vocab.txt").read_text().splitlines()
+
+
+def test_infer_keeps_ids_aligned(model, tmp_path):
+    root, _ = model
+    run("infer", root / "model", root / "corpus-heldout", "-o", tmp_path / "theta.tsv")
+    lines = (tmp_path / "theta.tsv").read_text().splitlines()
+    ids = (root / "corpus-heldout" / "ids.txt").read_text().splitlines()
+    assert [l.split("\t")[0] for l in lines[1:]] == ids
+    assert np.allclose([sum(map(float, l.split("\t")[1:])) for l in lines[1:]], 1.0, atol=1e-4)
+    # raw text is encoded with the model's vocabulary; the empty document is skipped, ids kept
+    src = tmp_path / "new.jsonl"
+    src.write_text('{"id": "a", "text": "war peace army navy"}\n{"id": "b", "text": "zzzz qqqq"}\n'
+                   '{"id": "c", "text": "taxes budget deficit spending"}\n')
+    run("infer", root / "model", src, "-o", tmp_path / "theta.npy")
+    theta = np.load(tmp_path / "theta.npy")
+    assert (tmp_path / "theta.ids.txt").read_text().split() == ["a", "c"]
+    assert theta.shape == (2, 8) and np.allclose(theta.sum(axis=1), 1.0)
+
+
+def test_init_continues_training(model, tmp_path):
+    root, _ = model
+    before = json.loads(run("info", root / "model", "--json").output)["step"]
+    run("fit", root / "corpus", "--init", root / "model", "--max-docs", "512", "--batch-size", "256",
+        "-o", tmp_path / "more")
+    after = json.loads(run("info", tmp_path / "more", "--json").output)
+    assert after["step"] == before + 2 and after["topics"] == 8
+
+
+def test_same_seed_same_model(sotu, tmp_path):
+    root, _ = sotu
+    for name in ("a", "b"):
+        run("fit", root / "corpus", "-k", "4", "--max-docs", "1000", "--seed", "7", "-o", tmp_path / name)
+        run("export", tmp_path / name, "-o", tmp_path / f"{name}.npy")
+    assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
+
+
+def test_config_preset_and_flags_override(sotu, tmp_path):
+    root, _ = sotu
+    cfg = tmp_path / "p.toml"
+    cfg.write_text("topics = 3\nbatch-size = 100\nkappa = 0.6\n")
+    run("fit", root / "corpus", "--config", cfg, "-k", "5", "--max-docs", "300", "-o", tmp_path / "m")
+    info = json.loads(run("info", tmp_path / "m", "--json").output)
+    assert info["topics"] == 5 and info["batch_size"] == 100 and info["kappa"] == 0.6
+    cfg.write_text("topicz = 3\n")
+    r = run("fit", root / "corpus", "--config", cfg, "-o", tmp_path / "x", ok=False)
+    assert r.exit_code == 2 and "unknown setting 'topicz'" in r.output
+
+
+# ------------------------------------------------------------------------------ errors
+def assert_user_error(result, *fragments):
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    for f in fragments:
+        assert f in line, line
+
+
+def test_existing_model_is_not_replaced_without_force(model, tmp_path):
+    root, _ = model
+    before = (root / "model" / "model.npz").read_bytes()
+    r = run("fit", root / "corpus", "-k", "2", "--max-docs", "10", "-o", root / "model", ok=False)
+    assert_user_error(r, "already holds a model", "--force")
+    assert (root / "model" / "model.npz").read_bytes() == before
+
+
+def test_heldout_with_another_vocabulary_is_refused(model, tmp_path):
+    root, _ = model
+    other = tmp_path / "other.txt"
+    other.write_text("apple banana\nbanana cherry\napple cherry\n")
+    run("prepare", other, "--min-df", "1", "--max-df", "1", "-o", tmp_path / "oc")
+    r = run("eval", root / "model", tmp_path / "oc", ok=False)
+    assert_user_error(r, "vocab.txt", "vocabulary differs from the model's")
+    r = run("fit", root / "corpus", "-k", "2", "--heldout", tmp_path / "oc", "-o", tmp_path / "m", ok=False)
+    assert_user_error(r, "vocabulary differs")
+    assert not (tmp_path / "m" / "model.npz").exists()
+
+
+@pytest.mark.parametrize("name, content, where", [
+    ("bad.ldac", "2 0:1 1:2\n2 0:1 7:1\n", "bad.ldac:2"),          # word id out of range
+    ("neg.ldac", "1 0:-3\n", "neg.ldac:1"),                        # negative count
+    ("bad.jsonl", '{"text": "a b"}\n{"txt": "c"}\n', "bad.jsonl:2"),  # missing field
+])
+def test_malformed_input_names_file_and_line_and_writes_nothing(tmp_path, name, content, where):
+    src = tmp_path / name
+    src.write_text(content)
+    (tmp_path / "vocab.txt").write_text("a\nb\n")
+    r = run("prepare", src, "--vocab", tmp_path / "vocab.txt", "-o", tmp_path / "out", ok=False)
+    assert_user_error(r, where)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out-heldout").exists()
+
+
+def test_empty_corpus_is_an_error_and_empty_documents_are_counted(tmp_path):
+    src = tmp_path / "e.txt"
+    src.write_text("\n\nthe of and\n")
+    r = run("prepare", src, "-o", tmp_path / "out", ok=False)
+    assert_user_error(r, "e.txt")
+    assert not (tmp_path / "out").exists()
+    r = run("prepare", "-", "--min-df", "1", "--max-df", "1", "-o", tmp_path / "s", "--json",
+            input="alpha beta\n\nbeta gamma\n")
+    s = json.loads(r.output)
+    assert s["documents"] == 2 and s["skipped_empty"] == 1
+    assert (tmp_path / "s" / "ids.txt").read_text().split() == ["1", "3"]
+
+
+def test_not_a_model_or_corpus(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert_user_error(run("topics", tmp_path / "empty", ok=False), "not a topicscale model")
+    assert_user_error(run("fit", tmp_path / "empty", "-o", tmp_path / "m", ok=False), "not a topicscale corpus")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "model.npz").write_bytes(b"PK\x03\x04garbage")
+    assert_user_error(run("info", tmp_path / "broken", ok=False), "corrupted model file")
