@@ -37,3 +37,94 @@ def minibatch_statistics(indptr, indices, counts, topics, alpha, max_iter, tol, 
 def completion_log_likelihood(indptr, indices, counts, theta, topics):
     return np.array([counts[a:b] @ np.log(topics[indices[a:b]] @ theta[d])
                      for d, (a, b) in enumerate(zip(indptr[:-1], indptr[1:]))])
+
+
+# ------------------------------------------------------------------ CVB0 (SCVB0 local step)
+def cvb0_document(ids, counts, topics, alpha, burn_in=1, s=1.0, tau=10.0, kappa=0.9):
+    """Clumped CVB0 of one document (Foulds et al. 2013, eqs. 5 and 9, Algorithm 2).
+
+    Returns gamma = alpha + N_theta and the final pass's m_p * gamma_p per entry (n x K)."""
+    K = topics.shape[1]
+    length = float(np.sum(counts))
+    n_theta = np.full(K, length / K)
+    entry = np.zeros((len(ids), K))
+    t = 0.0
+    for sweep in range(burn_in + 1):
+        for p, (w, m) in enumerate(zip(ids, counts)):
+            g = topics[w] * (n_theta + alpha)
+            g = g / g.sum() if g.sum() > 0 else np.full(K, 1.0 / K)
+            rho = min(1.0, s / (tau + t) ** kappa)
+            keep = (1.0 - rho) ** m
+            n_theta = keep * n_theta + length * (1.0 - keep) * g
+            t += m
+            if sweep == burn_in:
+                entry[p] = m * g
+    return alpha + n_theta, entry
+
+
+def cvb0_statistics(indptr, indices, counts, topics, alpha, n_words, **settings):
+    """sum over documents of the final pass's m_p gamma_p per word (n_words x K), and gammas."""
+    stats = np.zeros((n_words, topics.shape[1]))
+    gammas = []
+    for a, b in zip(indptr[:-1], indptr[1:]):
+        gamma, entry = cvb0_document(indices[a:b], counts[a:b], topics, alpha, **settings)
+        np.add.at(stats, indices[a:b], entry)
+        gammas.append(gamma)
+    return stats, np.array(gammas)
+
+
+# ------------------------------------------------------------------ collapsed Gibbs given beta
+_MASK64 = (1 << 64) - 1
+
+
+def splitmix64_uniforms(seed, n):
+    """The SplitMix64 stream of kernels/gibbs.py, in plain Python integers."""
+    state, out = int(seed) & _MASK64, []
+    for _ in range(n):
+        state = (state + 0x9E3779B97F4A7C15) & _MASK64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        z ^= z >> 31
+        out.append((z >> 11) * (1.0 / 9007199254740992.0))
+    return out
+
+
+def gibbs_document(ids, counts, topics, alpha, sweeps, burn_in, seed):
+    """Collapsed Gibbs over z given topics, theta integrated out; sweep 0 places the tokens one
+    by one. Returns gamma = alpha + mean kept n_d, the mean kept topic histogram of each entry
+    (n x K) and the final z, using the uniforms of splitmix64_uniforms(seed, tokens * sweeps)."""
+    K = topics.shape[1]
+    entry_of = np.repeat(np.arange(len(ids)), np.rint(counts).astype(int))
+    n = len(entry_of)
+    u = iter(splitmix64_uniforms(seed, n * sweeps))
+    z = np.zeros(n, dtype=int)
+    n_dk = np.zeros(K)
+    acc = np.zeros(K)
+    hist = np.zeros((len(ids), K))
+    for sweep in range(sweeps):
+        for i in range(n):
+            if sweep > 0:
+                n_dk[z[i]] -= 1.0
+            row = topics[ids[entry_of[i]]]
+            prob = [(n_dk[k] + alpha[k]) * row[k] for k in range(K)]
+            total = 0.0
+            for x in prob:
+                total += x
+            if not 0.0 < total < np.inf:
+                prob = [n_dk[k] + alpha[k] for k in range(K)]
+                total = 0.0
+                for x in prob:
+                    total += x
+            target = next(u) * total
+            k, cum = 0, prob[0]
+            while cum <= target and k < K - 1:
+                k += 1
+                cum += prob[k]
+            z[i] = k
+            n_dk[k] += 1.0
+        if sweep >= burn_in:
+            acc += n_dk
+            np.add.at(hist, (entry_of, z), 1.0)
+    kept = sweeps - burn_in
+    return alpha + acc / kept, hist / kept, z

@@ -20,7 +20,7 @@ def fit(corpus, K=10, passes=3, seed=1, threads=None, heldout=None, eval_every=0
         model = LDAModel.initial(corpus.vocab, K, 1.0 / K, 0.01, corpus.n_tokens,
                                  np.random.default_rng(seed))
         records = []
-        summary = train(SVI(model, MeanField(), corpus.n_docs, tau=1.0, kappa=0.7), corpus,
+        summary, _ = train(SVI(model, MeanField(), corpus.n_docs, tau=1.0, kappa=0.7), corpus,
                         RunLimits(batch_size=batch_size, passes=passes, eval_every=eval_every), seed,
                         evaluate=(lambda m: evaluate_model(m, heldout)) if heldout else None,
                         on_record=records.append, progress=False)

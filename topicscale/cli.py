@@ -171,8 +171,8 @@ def _load_config(ctx, param, value):
 
 
 @cli.command()
-@click.argument("corpus", type=click.Path(exists=True, file_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Model folder to write.")
+@click.argument("corpus", required=False, type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--output", type=click.Path(file_okay=False), help="Model folder to write.")
 @click.option("--config", callback=_load_config, is_eager=True, expose_value=False,
               help="TOML preset (a file or a name from configs/, e.g. svi-paper); flags override it.")
 @click.option("-k", "--topics", "n_topics", type=click.IntRange(1),
@@ -185,7 +185,7 @@ def _load_config(ctx, param, value):
               help="Documents per minibatch (S).")
 @click.option("--kappa", type=click.FloatRange(0.5, 1.0), default=0.7, show_default=True,
               help="Forgetting rate: rho_t = (tau + t)^-kappa.")
-@click.option("--tau", type=click.FloatRange(0, min_open=False), default=64.0, show_default=True,
+@click.option("--tau", type=click.FloatRange(0), default=64.0, show_default=True,
               help="Delay: down-weights the first minibatches.")
 @click.option("--alpha", type=click.FloatRange(0, min_open=True), help="Topic-proportion prior [default: 1/K].")
 @click.option("--eta", type=click.FloatRange(0, min_open=True), default=0.01, show_default=True,
@@ -193,7 +193,8 @@ def _load_config(ctx, param, value):
 @click.option("--passes", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
               help="Passes over the corpus (fractions allowed).")
 @click.option("--max-docs", type=click.IntRange(0), default=0, help="Stop after this many documents (0: no limit).")
-@click.option("--time-limit", type=click.FloatRange(0), default=0.0, help="Stop after this many seconds (0: none).")
+@click.option("--time-limit", type=click.FloatRange(0), default=0.0,
+              help="Stop after this many seconds of training (0: none).")
 @click.option("--max-iter", type=click.IntRange(1), default=100, show_default=True,
               help="Cap on E-step sweeps per document.")
 @click.option("--tol", type=click.FloatRange(0), default=1e-3, show_default=True,
@@ -204,36 +205,55 @@ def _load_config(ctx, param, value):
               help="Held-out corpus scored during and after training.")
 @click.option("--eval-every", type=click.IntRange(0), default=0,
               help="Minibatches between held-out evaluations (0: only at the end).")
+@click.option("--checkpoint-every", type=click.IntRange(0), default=0,
+              help="Minibatches between checkpoints (0: only by --checkpoint-interval).")
+@click.option("--checkpoint-interval", type=click.FloatRange(0), default=300.0, show_default=True,
+              help="Seconds between checkpoints (0: only by --checkpoint-every).")
+@click.option("--resume", type=click.Path(exists=True, file_okay=False),
+              help="Continue the interrupted run in this model folder (needs no CORPUS).")
 @click.option("--init", "init_model", type=click.Path(exists=True, file_okay=False),
               help="Continue training this model (same vocabulary; step counter carried on).")
-@click.option("--force", is_flag=True, help="Replace an existing model in OUTPUT.")
+@click.option("--force", is_flag=True, help="Replace an existing model or unfinished run in OUTPUT.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def fit(corpus, output, n_topics, algorithm, local_step, batch_size, kappa, tau, alpha, eta, passes,
-        max_docs, time_limit, max_iter, tol, seed, threads, heldout, eval_every, init_model, force,
-        as_json, quiet):
+@click.pass_context
+def fit(ctx, corpus, output, resume, as_json, quiet, **options):
     """Fit a topic model to CORPUS (a folder written by `topicscale prepare`).
 
     Minibatches are sampled from the disk-backed shards; each is fitted by a numba kernel in
     parallel over its documents, then folded into the topics with step size rho_t.
-    Per-minibatch metrics are written to OUTPUT/metrics.jsonl.
+    Per-minibatch metrics go to OUTPUT/metrics.jsonl. Checkpoints are written atomically;
+    Ctrl-C (or SIGTERM) stops after the current minibatch with a partial model that
+    `--resume` continues (exit status 130 / 143); a second Ctrl-C aborts at once.
     """
     from .runs import run_fit
-    threads = _set_threads(threads)
-    summary = run_fit(corpus=corpus, output=output, n_topics=n_topics, algorithm=algorithm,
-                      local_step=local_step, batch_size=batch_size, kappa=kappa, tau=tau, alpha=alpha,
-                      eta=eta, passes=passes, max_docs=max_docs, time_limit=time_limit,
-                      max_iter=max_iter, tol=tol, seed=seed, threads=threads, heldout=heldout,
-                      eval_every=eval_every, init_model=init_model, force=force,
-                      progress=_show_progress(quiet))
-    lines = [f"wrote {output}: K={summary['topics']}, {summary['docs']} documents in "
-             f"{summary['train_seconds']:.2f} s ({summary['docs_per_s'] or 0:.0f} docs/s, "
+    if resume:
+        if corpus or output:
+            raise click.UsageError("--resume takes the model folder only (no CORPUS, no -o)")
+        config = {"output": resume, "threads": _set_threads(options["threads"])}
+    else:
+        if not corpus or not output:
+            raise click.UsageError("CORPUS and -o OUTPUT are required (or --resume MODEL)")
+        absolute = {k: options[k] and str(Path(options[k]).resolve()) for k in ("heldout", "init_model")}
+        config = dict(options, **absolute, corpus=str(Path(corpus).resolve()), output=output,
+                      threads=_set_threads(options["threads"]),
+                      local=options.pop("local_step") or registry.DEFAULT_LOCAL[options["algorithm"]],
+                      checkpoint_seconds=options.pop("checkpoint_interval"))
+        config.pop("local_step", None)
+        config.pop("checkpoint_interval", None)
+    say = lambda msg: click.echo(msg, err=True)
+    summary, signum = run_fit(config, resume=bool(resume), progress=_show_progress(quiet), say=say)
+    out = resume or output
+    lines = [f"{'stopped' if signum else 'wrote'} {out}: K={summary['topics']}, {summary['docs']} documents "
+             f"in {summary['train_seconds']:.2f} s ({summary['docs_per_s'] or 0:.0f} docs/s, "
              f"{summary['threads']} threads)"]
     if summary.get("heldout"):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
                      f"(perplexity {h['perplexity']:.1f}, {h['documents']} documents)")
     _emit(as_json, summary, lines)
+    if signum:
+        ctx.exit(128 + signum)
 
 
 # --------------------------------------------------------------------------------------- eval

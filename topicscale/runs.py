@@ -1,8 +1,19 @@
-"""Set up and finish runs for the CLI: build or load a model, wire algorithm and local step,
-write the model and its metrics, infer proportions for new documents."""
+"""Set up and finish runs for the CLI: build, load or resume a model, wire the algorithm and
+its local step, write checkpoints, the model and its metrics; infer proportions.
+
+A model folder during a run:
+    .lock            pid and host of the fit writing it (a second fit refuses)
+    .run.jsonl       this run's metrics so far
+    checkpoint.npz   model + run configuration + RunState + length of .run.jsonl at that point
+    model.npz        the finished (or, after a signal, the partial) model
+    metrics.jsonl    all finished runs' metrics
+"""
 import json
 import os
+import signal
+import socket
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +22,13 @@ from . import registry
 from .atomic import atomic_file
 from .corpus.shards import Corpus
 from .errors import InputError, TopicscaleError
-from .models import load_model, store
+from .models import MODEL_TYPES, load_model, store
 from .models.lda import LDAModel
-from .train import RunLimits, train
+from .train import RunLimits, RunState, train
+
+CHECKPOINT_FILE = "checkpoint.npz"
+RUN_LOG = ".run.jsonl"
+LOCK_FILE = ".lock"
 
 
 def local_step_for(model):
@@ -23,74 +38,222 @@ def local_step_for(model):
     return cls(max_iter=s.get("max_iter", 100), tol=s.get("tol", 1e-3))
 
 
+# ------------------------------------------------------------------------------ lock
+class OutputLock:
+    """An exclusive lock file in the output folder, so two fits never write one model."""
+
+    def __init__(self, folder):
+        self.path = Path(folder) / LOCK_FILE
+        self.held = False
+
+    def __enter__(self):
+        info = {"pid": os.getpid(), "host": socket.gethostname()}
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            raise TopicscaleError(self._holder_message()) from None
+        self.held = True
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(info, fh)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _holder_message(self):
+        try:
+            info = json.loads(self.path.read_text())
+            pid, host = int(info["pid"]), info["host"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return f"{self.path}: unreadable lock file; if no fit is running, remove it: rm {self.path}"
+        if host == socket.gethostname() and not _alive(pid):
+            return (f"{self.path}: stale lock from a fit (pid {pid}) that is no longer running; "
+                    f"remove it to continue: rm {self.path}")
+        return f"{self.path.parent} is being written by another fit (pid {pid} on {host})"
+
+    def __exit__(self, *exc):
+        if self.held:
+            self.path.unlink(missing_ok=True)
+        return False
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# ------------------------------------------------------------------------------ signals
+class StopOnSignal:
+    """First SIGINT/SIGTERM: finish the current minibatch, then stop cleanly.
+    Second: abort at once (KeyboardInterrupt) without writing anything."""
+
+    def __init__(self, say):
+        self.signum = None
+        self.say = say
+        self.previous = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for s in (signal.SIGINT, signal.SIGTERM):
+                self.previous[s] = signal.signal(s, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.signum is not None:
+            raise KeyboardInterrupt
+        self.signum = signum
+        self.say(f"topicscale: {signal.Signals(signum).name}: stopping after this minibatch "
+                 "(again to abort without writing)")
+
+    def __call__(self):
+        return self.signum is not None
+
+    def __exit__(self, *exc):
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
+        return False
+
+
+# ------------------------------------------------------------------------------ fit
 def _check_output(output, force, init_model):
     out = Path(output)
-    if (out / store.MODEL_FILE).exists() and not force and not (
-            init_model and out.resolve() == Path(init_model).resolve()):
-        raise TopicscaleError(f"{output} already holds a model; use --force to replace it, "
-                              f"or --init {output} to continue training it")
     if out.exists() and not out.is_dir():
         raise TopicscaleError(f"{output} exists and is not a folder")
+    continuing = init_model and out.resolve() == Path(init_model).resolve()
+    if (out / CHECKPOINT_FILE).exists() and not force:
+        raise TopicscaleError(f"{output} holds an unfinished run; continue it with "
+                              f"`topicscale fit --resume {output}`, or start over with --force")
+    if (out / store.MODEL_FILE).exists() and not force and not continuing:
+        raise TopicscaleError(f"{output} already holds a model; use --force to replace it, "
+                              f"or --init {output} to continue training it")
 
 
-def run_fit(*, corpus, output, n_topics, algorithm, local_step, batch_size, kappa, tau, alpha, eta,
-            passes, max_docs, time_limit, max_iter, tol, seed, threads, heldout, eval_every,
-            init_model, force, progress):
-    """`topicscale fit`: returns the run summary (also the last line of metrics.jsonl)."""
-    from .evaluate import check_vocabulary, evaluate_model
-    _check_output(output, force, init_model)
-    train_corpus = Corpus(corpus)
-    heldout_corpus = Corpus(heldout) if heldout else None
-    local_step = local_step or registry.DEFAULT_LOCAL[algorithm]
-    settings = {"algorithm": algorithm, "local": local_step, "batch_size": batch_size, "kappa": kappa,
-                "tau": tau, "max_iter": max_iter, "tol": tol, "seed": seed, "corpus": str(Path(corpus).resolve())}
-    if init_model:
-        model = load_model(init_model)
-        check_vocabulary(model.vocab, train_corpus)
-        if n_topics not in (None, model.n_topics):
-            raise TopicscaleError(f"--init model has K={model.n_topics}; -k {n_topics} conflicts")
-        model.settings.update(settings)
+def _new_model(config, corpus):
+    if config["init_model"]:
+        from .evaluate import check_vocabulary
+        model = load_model(config["init_model"])
+        check_vocabulary(model.vocab, corpus)
+        if config["n_topics"] not in (None, model.n_topics):
+            raise TopicscaleError(f"--init model has K={model.n_topics}; -k {config['n_topics']} conflicts")
+        return model
+    K = config["n_topics"] or 100
+    alpha = 1.0 / K if config["alpha"] is None else config["alpha"]
+    return LDAModel.initial(corpus.vocab, K, alpha, config["eta"], corpus.n_tokens,
+                            np.random.default_rng([config["seed"], 0x1A]))
+
+
+def run_fit(config, resume=False, progress=False, say=print):
+    """`topicscale fit`. `config` holds every fit option (see cli.fit); with resume=True it is
+    read from OUTPUT's checkpoint instead. Returns (summary, signal number or None)."""
+    output = Path(config["output"])
+    if resume:
+        if not (output / CHECKPOINT_FILE).is_file():
+            raise TopicscaleError(f"{output} has no checkpoint to resume (was the run finished, "
+                                  "or killed before it started?)")
     else:
-        n_topics = n_topics or 100
-        k_alpha = 1.0 / n_topics if alpha is None else alpha
-        model = LDAModel.initial(train_corpus.vocab, n_topics, k_alpha, eta, train_corpus.n_tokens,
-                                 np.random.default_rng([seed, 0x1A]), settings)
-    if heldout_corpus is not None:
-        check_vocabulary(model.vocab, heldout_corpus)
-    local = local_step_for(model)
-    algo = registry.resolve(registry.ALGORITHMS, algorithm)(model, local, train_corpus.n_docs,
-                                                             tau=tau, kappa=kappa)
-    limits = RunLimits(batch_size=batch_size, passes=passes, max_docs=max_docs,
-                       time_limit=time_limit, eval_every=eval_every)
-    evaluate = (lambda m: evaluate_model(m, heldout_corpus, local=local)) if heldout_corpus else None
-
-    Path(output).mkdir(parents=True, exist_ok=True)
-    fd, metrics_tmp = tempfile.mkstemp(prefix=".metrics.", suffix=".jsonl", dir=output)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as metrics:
-            def record(r):
-                metrics.write(json.dumps(r) + "\n")
-            summary = train(algo, train_corpus, limits, seed, evaluate=evaluate, on_record=record,
-                            progress=progress)
-            summary.update(event="summary", topics=model.n_topics, threads=threads, step=model.step)
-            record(summary)
-        if not np.all(np.isfinite(model.lam)):
-            raise TopicscaleError("the topics became non-finite (NaN or inf); nothing was written")
-        model.save(output)
-        final = Path(output) / store.METRICS_FILE
-        if init_model and final.exists():
-            with open(final, "a", encoding="utf-8") as out, open(metrics_tmp, encoding="utf-8") as new:
-                out.write(new.read())
-            os.unlink(metrics_tmp)
+        _check_output(output, config["force"], config["init_model"])
+    output.mkdir(parents=True, exist_ok=True)
+    with OutputLock(output):
+        if resume:
+            model, saved, state, log_bytes = _load_checkpoint(output)
+            saved["threads"] = config["threads"]
+            config = saved
+            say(f"resuming {output} at epoch {state.epoch}, minibatch {state.batch} "
+                f"(step {model.step}, {state.docs} documents done)")
+            with open(output / RUN_LOG, "r+b") as fh:
+                fh.truncate(log_bytes)
         else:
-            os.replace(metrics_tmp, final)
-    except BaseException:
-        if os.path.exists(metrics_tmp):
-            os.unlink(metrics_tmp)
-        raise
-    return summary
+            model = None
+            state = RunState()
+            (output / RUN_LOG).write_text("")
+        corpus = Corpus(config["corpus"])
+        heldout = Corpus(config["heldout"]) if config["heldout"] else None
+        if model is None:
+            model = _new_model(config, corpus)
+            model.settings.pop("partial", None)
+            model.settings.update({k: config[k] for k in ("algorithm", "local", "batch_size", "kappa",
+                                                          "tau", "max_iter", "tol", "seed")},
+                                  corpus=config["corpus"])
+        return _run(model, config, corpus, heldout, state, output, progress, say, fresh=not resume)
 
 
+def _run(model, config, corpus, heldout, state, output, progress, say, fresh):
+    from .evaluate import check_vocabulary, evaluate_model
+    if heldout is not None:
+        check_vocabulary(model.vocab, heldout)
+    local = local_step_for(model)
+    algo = registry.resolve(registry.ALGORITHMS, config["algorithm"])(
+        model, local, corpus.n_docs, tau=config["tau"], kappa=config["kappa"])
+    limits = RunLimits(**{k: config[k] for k in RunLimits.__dataclass_fields__})
+    evaluate = (lambda m: evaluate_model(m, heldout, local=local)) if heldout else None
+    log = open(output / RUN_LOG, "a", encoding="utf-8")
+
+    def record(r):
+        log.write(json.dumps(r) + "\n")
+
+    def checkpoint(s):
+        log.flush()
+        os.fsync(log.fileno())
+        _save_checkpoint(output, model, config, s, log.tell())
+
+    try:
+        if fresh:
+            checkpoint(state)                   # a killed run can always be resumed
+        with StopOnSignal(say) as stop:
+            summary, finished = train(algo, corpus, limits, config["seed"], evaluate=evaluate,
+                                      on_record=record, progress=progress, state=state,
+                                      checkpoint=checkpoint, stop_requested=stop)
+        summary.update(topics=model.n_topics, threads=config["threads"], step=model.step)
+        if not finished:                        # stopped by a signal: partial model + checkpoint
+            checkpoint(state)
+            model.settings["partial"] = True
+            model.save(output)
+            model.settings.pop("partial")
+            say(f"topicscale: wrote a partial model to {output}; continue with "
+                f"`topicscale fit --resume {output}`")
+            return summary, stop.signum
+        record(dict(summary, event="summary"))
+        log.close()
+        model.save(output)
+        _finish_metrics(output, append=bool(config["init_model"])
+                        and Path(config["init_model"]).resolve() == output.resolve())
+        return summary, None
+    finally:
+        log.close()
+
+
+def _finish_metrics(output, append):
+    """Publish this run's log as metrics.jsonl (after earlier runs' lines when continuing a model)."""
+    old = output / store.METRICS_FILE
+    prior = old.read_text(encoding="utf-8") if append and old.exists() else ""
+    with atomic_file(old, "w") as fh:
+        fh.write(prior + (output / RUN_LOG).read_text(encoding="utf-8"))
+    (output / RUN_LOG).unlink()
+    (output / CHECKPOINT_FILE).unlink(missing_ok=True)
+
+
+def _save_checkpoint(output, model, config, state, log_bytes):
+    meta = {"model": model.kind, "eta": model.eta, "step": model.step, "docs_seen": model.docs_seen,
+            "settings": model.settings, "run": {"config": config, "state": state.as_dict(),
+                                                "log_bytes": log_bytes}}
+    store.save(output, meta, {"lambda": model.lam, "alpha": model.alpha}, model.vocab,
+               filename=CHECKPOINT_FILE)
+
+
+def _load_checkpoint(output):
+    meta, arrays, vocab = store.load(output, filename=CHECKPOINT_FILE)
+    model = MODEL_TYPES[meta["model"]].from_stored(meta, arrays, vocab)
+    run = meta["run"]
+    return model, run["config"], RunState(**run["state"]), run["log_bytes"]
+
+
+# ------------------------------------------------------------------------------ infer
 def infer_proportions(model_path, inputs, output, fmt=None, progress=False):
     """`topicscale infer`: E[theta] = gamma / sum(gamma) for each document, ids first."""
     model = load_model(model_path)

@@ -1,22 +1,45 @@
-"""The one driver loop: stream -> local step -> global step -> progress -> held-out evaluation.
-
-Algorithms plug in through `step(batch) -> metrics`; the loop does not change.
+"""The one driver loop: stream -> local step -> global step -> progress -> held-out evaluation
+-> checkpoint. Algorithms plug in through `step(batch) -> metrics`; the loop does not change.
 """
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 
+import numpy as np
 from tqdm import tqdm
 
 from .corpus.stream import MinibatchStream, StreamPosition
+from .errors import TopicscaleError
 
 
 @dataclass
 class RunLimits:
     batch_size: int = 500
     passes: float = 1.0
-    max_docs: int = 0          # 0: no limit beyond passes
-    time_limit: float = 0.0    # seconds, 0: none
-    eval_every: int = 0        # minibatches between held-out evaluations, 0: only at the end
+    max_docs: int = 0            # 0: no limit beyond passes
+    time_limit: float = 0.0      # seconds of training, 0: none
+    eval_every: int = 0          # minibatches between held-out evaluations, 0: only at the end
+    checkpoint_every: int = 0    # minibatches between checkpoints, 0: none by count
+    checkpoint_seconds: float = 0.0  # seconds between checkpoints, 0: none by time
+
+
+@dataclass
+class RunState:
+    """Where a run is: everything besides the model that a resumed run needs."""
+    epoch: int = 0               # stream position of the next minibatch
+    batch: int = 0
+    docs: int = 0
+    batches: int = 0
+    tokens: float = 0.0
+    train_seconds: float = 0.0
+    threads_used: int = 0
+    last_eval: dict = field(default=None)
+
+    def as_dict(self):
+        return asdict(self)
+
+
+class NonFiniteError(TopicscaleError):
+    pass
 
 
 def planned_docs(n_docs, limits):
@@ -25,55 +48,73 @@ def planned_docs(n_docs, limits):
 
 
 def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progress=True,
-          start=StreamPosition()):
+          state=None, checkpoint=None, stop_requested=None):
     """Run `algorithm` over minibatches of `corpus` until passes, max_docs or time_limit.
 
-    evaluate(model) -> dict is called every `eval_every` minibatches and at the end;
-    on_record(dict) receives one record per minibatch and per evaluation (metrics.jsonl).
-    Returns a summary dict.
+    evaluate(model) -> dict runs every `eval_every` minibatches and at the end; on_record(dict)
+    gets one record per minibatch and per evaluation; checkpoint(state) is called every
+    `checkpoint_every` minibatches or `checkpoint_seconds`; stop_requested() -> bool is polled
+    at each minibatch boundary (signals). Returns (summary dict, finished: bool).
     """
+    state = state or RunState()
     stream = MinibatchStream(corpus, limits.batch_size, seed)
     total = planned_docs(corpus.n_docs, limits)
     record = on_record or (lambda r: None)
-    t0 = time.perf_counter()
-    train_seconds = 0.0
-    docs = batches = 0
-    tokens = 0.0
-    threads = 0
-    last_eval = None
-    bar = tqdm(total=total, unit="doc", disable=not progress, dynamic_ncols=True, leave=False)
+    stop_requested = stop_requested or (lambda: False)
+    model = algorithm.model
+    bar = tqdm(total=total, initial=state.docs, unit="doc", disable=not progress, dynamic_ncols=True,
+               leave=False)
+    last_checkpoint = time.monotonic()
+    wall0 = time.perf_counter()
 
     def run_eval():
-        result = evaluate(algorithm.model)
-        record({"event": "eval", "docs": docs, "batches": batches, "step": algorithm.model.step,
-                "train_seconds": train_seconds, **result})
+        result = evaluate(model)
+        record({"event": "eval", "docs": state.docs, "batches": state.batches, "step": model.step,
+                "train_seconds": state.train_seconds, **result})
         bar.set_postfix(heldout_ll=f"{result['per_word_ll']:.4f}")
-        return result
+        state.last_eval = result
 
+    finished = False
     try:
-        for position, batch in stream(start):
-            if docs >= total or (limits.time_limit and time.perf_counter() - t0 >= limits.time_limit):
+        for position, batch in stream(StreamPosition(state.epoch, state.batch)):
+            if state.docs >= total or (limits.time_limit and state.train_seconds >= limits.time_limit):
+                finished = True
+                break
+            if stop_requested():
                 break
             t_batch = time.perf_counter()
             metrics = algorithm.step(batch)
             dt = time.perf_counter() - t_batch
-            train_seconds += dt
-            docs += batch.n_docs
-            batches += 1
-            tokens += batch.n_tokens
-            threads = max(threads, metrics.get("threads_used", 0))
+            if not np.all(np.isfinite(model.lam.sum(axis=0))):
+                raise NonFiniteError(f"the topics became non-finite at step {model.step} "
+                                     "(NaN or inf); the last good checkpoint is kept")
+            state.epoch, state.batch = position.epoch, position.batch + 1
+            state.docs += batch.n_docs
+            state.batches += 1
+            state.tokens += batch.n_tokens
+            state.train_seconds += dt
+            state.threads_used = max(state.threads_used, metrics.get("threads_used", 0))
             record({"event": "batch", "epoch": position.epoch, "batch": position.batch,
-                    "step": algorithm.model.step, "docs": docs, "seconds": dt,
+                    "step": model.step, "docs": state.docs, "seconds": dt,
                     "docs_per_s": batch.n_docs / dt if dt else None, **metrics})
             bar.update(batch.n_docs)
-            if evaluate and limits.eval_every and batches % limits.eval_every == 0:
-                last_eval = run_eval()
-        if evaluate and (last_eval is None or batches % max(limits.eval_every, 1)):
-            last_eval = run_eval()
+            if evaluate and limits.eval_every and state.batches % limits.eval_every == 0:
+                run_eval()
+            if checkpoint and (
+                    (limits.checkpoint_every and state.batches % limits.checkpoint_every == 0)
+                    or (limits.checkpoint_seconds
+                        and time.monotonic() - last_checkpoint >= limits.checkpoint_seconds)):
+                checkpoint(state)
+                last_checkpoint = time.monotonic()
+        if finished and evaluate and (state.last_eval is None or limits.eval_every == 0
+                                      or state.batches % limits.eval_every):
+            run_eval()
     finally:
         bar.close()
-    wall = time.perf_counter() - t0
-    return {"docs": docs, "batches": batches, "tokens": tokens, "train_seconds": train_seconds,
-            "wall_seconds": wall, "docs_per_s": docs / train_seconds if train_seconds else None,
-            "tokens_per_s": tokens / train_seconds if train_seconds else None,
-            "threads_used": threads, "heldout": last_eval}
+    s = state
+    summary = {"docs": s.docs, "batches": s.batches, "tokens": s.tokens, "train_seconds": s.train_seconds,
+               "wall_seconds": time.perf_counter() - wall0,
+               "docs_per_s": s.docs / s.train_seconds if s.train_seconds else None,
+               "tokens_per_s": s.tokens / s.train_seconds if s.train_seconds else None,
+               "threads_used": s.threads_used, "heldout": s.last_eval}
+    return summary, finished

@@ -42,25 +42,32 @@ def decode_vocab(arr):
     return text.split("\n") if text else []
 
 
-def save(path, meta, arrays, vocab):
-    """Write MODEL/model.npz atomically (the folder is created if needed)."""
+def save(path, meta, arrays, vocab, filename=MODEL_FILE):
+    """Write MODEL/<filename> atomically (the folder is created if needed).
+
+    The .npz is written with fixed zip timestamps, so equal models give equal bytes.
+    """
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     arrays = dict(arrays, vocab=encode_vocab(vocab))
     meta = dict(meta, format=FORMAT, version=VERSION, created_by=f"topicscale {__version__}",
                 sha256=_digest(arrays))
-    buf = io.BytesIO()
-    np.savez(buf, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
-    with atomic_file(path / MODEL_FILE) as fh:
-        fh.write(buf.getbuffer())
+    arrays["meta"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
+    with atomic_file(path / filename) as fh:
+        with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for name, array in arrays.items():
+                member = io.BytesIO()
+                np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+                zf.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)),
+                            member.getbuffer())
 
 
-def load(path):
+def load(path, filename=MODEL_FILE):
     """Read a model folder; returns (meta, arrays, vocab) or raises InputError."""
     path = Path(path)
-    file = path / MODEL_FILE
+    file = path / filename
     if not file.is_file():
-        raise InputError(path, None, "not a topicscale model (no model.npz); fit one with `topicscale fit`")
+        raise InputError(path, None, f"not a topicscale model (no {filename}); fit one with `topicscale fit`")
     try:
         with np.load(file, allow_pickle=False) as z:
             arrays = {name: z[name] for name in z.files}

@@ -1,0 +1,209 @@
+"""Checkpoints, resume after SIGKILL / SIGINT / SIGTERM, locks, corrupt models, full disks."""
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from topicscale.cli import cli
+from topicscale.models import load_model
+
+ROOT = Path(__file__).resolve().parent.parent
+FIT = ["--topics", "10", "--batch-size", "10", "--passes", "3", "--seed", "5", "--checkpoint-every", "1"]
+
+
+def run(*args, ok=True):
+    r = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    if ok:
+        assert r.exit_code == 0, r.output
+    return r
+
+
+def batch_records(model_dir):
+    lines = (model_dir / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(l) for l in lines if json.loads(l)["event"] == "batch"]
+
+
+@pytest.fixture(scope="module")
+def reference(planted, tmp_path_factory):
+    """An uninterrupted run to compare interrupted ones with."""
+    _, corpus, heldout = planted
+    out = tmp_path_factory.mktemp("ref") / "model"
+    run("fit", corpus.path, *FIT, "--heldout", heldout.path, "--eval-every", "100", "-o", out)
+    return out
+
+
+def start_fit(corpus, heldout, out):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "topicscale", "fit", str(corpus.path), *FIT,
+                             "--heldout", str(heldout.path), "--eval-every", "100", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def wait_for_batches(out, n, proc, timeout=60):
+    log = out / ".run.jsonl"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if log.exists() and log.read_text().count('"event": "batch"') >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    raise AssertionError("fit made no progress")
+
+
+def resume(out):
+    r = run("fit", "--resume", out)
+    assert f"resuming {out} at epoch" in r.output
+    return r
+
+
+def assert_same_as_reference(out, reference):
+    assert (out / "model.npz").read_bytes() == (reference / "model.npz").read_bytes()
+    steps = [r["step"] for r in batch_records(out)]
+    assert steps == [r["step"] for r in batch_records(reference)]       # no minibatch run twice
+    assert steps == list(range(1, len(steps) + 1))
+    assert not (out / "checkpoint.npz").exists() and not (out / ".lock").exists()
+
+
+def test_sigkill_then_resume_gives_the_same_model_byte_for_byte(planted, reference, tmp_path):
+    _, corpus, heldout = planted
+    out = tmp_path / "model"
+    proc = start_fit(corpus, heldout, out)
+    wait_for_batches(out, 150, proc)
+    proc.kill()
+    proc.wait()
+    ckpt_step = json.loads(load_checkpoint_meta(out))["step"]
+    assert 0 < ckpt_step < 900                          # killed mid-run, after some checkpoints
+    # the stale lock of the killed process is reported with how to clear it ...
+    r = run("fit", "--resume", out, ok=False)
+    assert r.exit_code == 2 and "stale lock" in r.output and f"rm {out}/.lock" in r.output
+    os.unlink(out / ".lock")
+    # ... and once cleared, the run resumes where the checkpoint was, not from the start
+    r = resume(out)
+    assert f"step {ckpt_step}," in r.output
+    assert_same_as_reference(out, reference)
+
+
+def load_checkpoint_meta(out):
+    with np.load(out / "checkpoint.npz") as z:
+        return z["meta"].tobytes().decode()
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_writes_a_partial_model_that_resumes(planted, reference, tmp_path, signum, status):
+    _, corpus, heldout = planted
+    out = tmp_path / "model"
+    proc = start_fit(corpus, heldout, out)
+    wait_for_batches(out, 100, proc)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    assert f"--resume {out}" in err
+    partial = load_model(out)
+    assert partial.settings["partial"] is True and 0 < partial.step < 900
+    assert not (out / ".lock").exists()
+    resume(out)
+    assert "partial" not in load_model(out).settings
+    assert_same_as_reference(out, reference)
+
+
+def test_a_second_fit_into_a_locked_folder_is_refused(planted, tmp_path):
+    _, corpus, _ = planted
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / ".lock").write_text(json.dumps({"pid": os.getpid(), "host": os.uname().nodename}))
+    r = run("fit", corpus.path, "-k", "2", "--max-docs", "10", "-o", out, ok=False)
+    assert r.exit_code == 2 and "being written by another fit" in r.output
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]
+
+
+def test_unfinished_run_is_not_overwritten_without_force(planted, tmp_path):
+    _, corpus, heldout = planted
+    out = tmp_path / "model"
+    proc = start_fit(corpus, heldout, out)
+    wait_for_batches(out, 20, proc)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    r = run("fit", corpus.path, "-k", "2", "-o", out, ok=False)
+    assert r.exit_code == 2 and "unfinished run" in r.output and "--resume" in r.output
+
+
+def test_model_from_a_newer_version_or_corrupted_gives_one_line(planted, reference, tmp_path):
+    m = load_model(reference)
+    from topicscale.models import store
+    meta = {"model": "lda", "eta": m.eta, "step": 1, "docs_seen": 1, "settings": {}}
+    store.save(tmp_path / "new", meta, {"lambda": m.lam, "alpha": m.alpha}, m.vocab)
+    z = (tmp_path / "new" / "model.npz").read_bytes()
+    (tmp_path / "new" / "model.npz").write_bytes(z.replace(b'"version": 1', b'"version": 9'))
+    r = run("topics", tmp_path / "new", ok=False)
+    assert r.exit_code == 2 and "newer" in r.output and len(r.output.strip().splitlines()) == 1
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "model.npz").write_bytes((reference / "model.npz").read_bytes()[:5000])
+    r = run("info", tmp_path / "cut", ok=False)
+    assert r.exit_code == 2 and "truncated or corrupted" in r.output
+    flipped = bytearray((reference / "model.npz").read_bytes())
+    flipped[len(flipped) // 2] ^= 0xFF
+    (tmp_path / "flip").mkdir()
+    (tmp_path / "flip" / "model.npz").write_bytes(bytes(flipped))
+    r = run("info", tmp_path / "flip", ok=False)
+    assert r.exit_code == 2 and "corrupted" in r.output
+
+
+def test_disk_full_keeps_the_previous_model(planted, reference, tmp_path, monkeypatch):
+    import shutil
+    from topicscale import atomic
+    _, corpus, _ = planted
+    out = tmp_path / "model"
+    shutil.copytree(reference, out)
+    before = (out / "model.npz").read_bytes()
+    real_fdopen = os.fdopen
+
+    class FullFile:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    monkeypatch.setattr(atomic.os, "fdopen", lambda fd, mode: FullFile(real_fdopen(fd, mode)))
+    r = run("fit", corpus.path, "-k", "10", "--max-docs", "50", "--force", "-o", out, ok=False)
+    assert r.exit_code == 2 and "No space left on device" in r.output
+    assert (out / "model.npz").read_bytes() == before
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert not (out / ".lock").exists()
+
+
+def test_non_finite_state_stops_with_a_clear_error(planted, tmp_path, monkeypatch):
+    from topicscale.inference.svi import SVI
+    _, corpus, _ = planted
+    real = SVI.update
+
+    def poisoned(self, stats):
+        real(self, stats)
+        if self.model.step == 3:
+            self.model.lam[0, 0] = np.nan
+
+    monkeypatch.setattr(SVI, "update", poisoned)
+    out = tmp_path / "m"
+    r = run("fit", corpus.path, "-k", "4", "--batch-size", "50", "--checkpoint-every", "1", "-o", out, ok=False)
+    assert r.exit_code == 2 and "non-finite" in r.output
+    assert not (out / "model.npz").exists()
+    with np.load(out / "checkpoint.npz") as z:
+        assert np.all(np.isfinite(z["lambda"]))
+        assert json.loads(z["meta"].tobytes())["step"] == 2

@@ -1,0 +1,58 @@
+"""Global step "batch": classical (batch) coordinate-ascent variational inference for LDA, the
+baseline of the SVI paper (Hoffman, Blei, Wang and Paisley 2013, figure 7 and sec. 4).
+
+One iteration of batch VB is one epoch of the driver's stream, which visits every document
+exactly once per epoch: the local step runs on each minibatch with lambda held fixed, the
+statistics are summed, and when the epoch's documents (corpus_docs of them) have all been seen
+
+    lambda <- eta + sum over all documents d of sum_n c_dn phi_dn      (SVI paper, eq. 35 with S = D)
+
+model.step counts these updates (epochs). The partial sum of an unfinished epoch lives in
+this object only: a run stopped (or checkpointed) mid-epoch keeps the lambda of the last
+completed epoch, and a run resumed mid-epoch makes its first update after corpus_docs more
+documents.
+"""
+import numpy as np
+
+
+class BatchVB:
+    """Batch VB as a global step; tau and kappa are accepted (common contract) and not used."""
+    name = "batch"
+    DEFAULTS = {}
+
+    def __init__(self, model, local, corpus_docs, tau=None, kappa=None, seed=0):
+        if int(corpus_docs) < 1:
+            raise ValueError("batch VB needs corpus_docs >= 1")
+        self.model = model
+        self.local = local
+        self.corpus_docs = int(corpus_docs)
+        self.seed = int(seed)
+        self._sum = None
+        self._docs = 0
+        self._tokens = 0.0
+
+    def step(self, batch):
+        """Local step with the current lambda; fold the statistics into the epoch's sum and
+        replace lambda once the epoch is complete. metrics["updated"] tells which happened."""
+        stats, result = self.local.statistics(batch, self.model)
+        updated = self.accumulate(stats)
+        return {"updated": updated, "epoch_docs": self._docs if not updated else self.corpus_docs,
+                "sweeps": float(result.sweeps.mean()) if result.sweeps.size else 0.0,
+                "threads_used": result.threads_used}
+
+    def accumulate(self, stats):
+        m = self.model
+        if self._sum is None:
+            self._sum = np.zeros_like(m.lam)
+        self._sum[stats.words] += stats.word_topic
+        self._docs += stats.n_docs
+        self._tokens += stats.n_tokens
+        m.docs_seen += stats.n_docs
+        if self._docs < self.corpus_docs:
+            return False
+        m.lam[...] = m.eta + self._sum
+        m.step += 1
+        self._sum[...] = 0.0
+        self._docs = 0
+        self._tokens = 0.0
+        return True

@@ -1,0 +1,90 @@
+"""Local step "cvb0": the clumped CVB0 document step of SCVB0 (Foulds et al. 2013, eqs. 5, 6, 9;
+Algorithm 2), given fixed topics. Kernel: topicscale.kernels.cvb0.
+
+The topics it needs are E[beta] = (N^Phi + eta) / (N^Z + V eta), word-major, which is
+model.lam / colsum(model.lam) both for SCVB0 (lam = N^Phi + eta) and for mean-field models
+(lam the variational Dirichlet): see `estep_topics`.
+"""
+import numpy as np
+
+from ..kernels import cvb0 as kernel
+from ..stats import SufficientStats
+from .entries import (BLOCK_FLOATS, add_word_statistics, batch_words, check_topics_rows,
+                      document_blocks, exp_dirichlet_expectations, n_chunks_for, sub_block)
+from .local import LocalResult
+
+
+class CVB0:
+    """CVB0 per document: `burn_in` passes over its words, then the pass that gives the statistics.
+
+    Settings: burn_in (1, as in sec. 4.1) and the document schedule
+    rho^Theta_t = theta_s / (theta_tau + t)^theta_kappa (1, 10, 0.9; t counts the document's
+    tokens). max_iter and tol are accepted for the common local-step contract and not used:
+    the number of passes is burn_in + 1, as in Algorithm 2.
+
+    LocalResult: gamma = alpha + N^Theta; exp_elog_theta = exp(E[log theta]) under Dir(gamma);
+    token_weight is empty (CVB0 keeps no per-token scalar); sweeps = passes per document.
+    """
+    name = "cvb0"
+
+    def __init__(self, max_iter=100, tol=1e-3, burn_in=1, theta_s=1.0, theta_tau=10.0,
+                 theta_kappa=0.9, block_floats=BLOCK_FLOATS):
+        if int(burn_in) < 0:
+            raise ValueError("burn_in must be >= 0")
+        if not (theta_s > 0 and theta_tau >= 0 and theta_kappa >= 0):
+            raise ValueError("theta_s > 0, theta_tau >= 0 and theta_kappa >= 0 are required")
+        self.max_iter = int(max_iter)
+        self.tol = float(tol)
+        self.burn_in = int(burn_in)
+        self.theta_s = float(theta_s)
+        self.theta_tau = float(theta_tau)
+        self.theta_kappa = float(theta_kappa)
+        self.block_floats = int(block_floats)
+
+    def estep_topics(self, model, words=None):
+        """E[beta] rows (V' x K) for the given words (all when None): what eq. 5 multiplies by."""
+        lam = model.lam if words is None else model.lam[words]
+        return lam / model.lam.sum(axis=0)[None, :]
+
+    def _run(self, indptr, indices, counts, topics, alpha, entry_gamma):
+        D, K = indptr.shape[0] - 1, topics.shape[1]
+        n_chunks = n_chunks_for(D)
+        gamma = np.empty((D, K))
+        passes = np.zeros(D, dtype=np.int64)
+        chunk_thread = np.full(n_chunks, -1, dtype=np.int64)
+        kernel.cvb0_batch(np.ascontiguousarray(indptr, dtype=np.int64), indices,
+                          np.ascontiguousarray(counts, dtype=np.float64),
+                          np.ascontiguousarray(topics, dtype=np.float64),
+                          np.ascontiguousarray(alpha, dtype=np.float64), self.burn_in, self.theta_s,
+                          self.theta_tau, self.theta_kappa, n_chunks, gamma, entry_gamma, passes,
+                          chunk_thread)
+        return gamma, passes, len(np.unique(chunk_thread[chunk_thread >= 0]))
+
+    def fit(self, indptr, indices, counts, topics, alpha):
+        """CVB0 on a CSR block whose `indices` index rows of `topics` (V' x K, E[beta] rows)."""
+        K = topics.shape[1]
+        gamma, passes, threads = self._run(indptr, indices, counts, topics, alpha, np.empty((0, K)))
+        return LocalResult(gamma, exp_dirichlet_expectations(gamma), np.empty(0), passes, threads)
+
+    def statistics(self, batch, model, topics=None, seed=None):
+        """CVB0 on a minibatch (Rows) and its statistics sum_j m_aj gamma_aj per word (hat N^Phi
+        without the C/|M| factor). `topics` (rows for the batch's sorted distinct words) replaces
+        E[beta] when given (e.g. a sampled beta); `seed` is unused (CVB0 is deterministic)."""
+        words, local = batch_words(batch)
+        K = model.n_topics
+        topics = (self.estep_topics(model, words) if topics is None
+                  else check_topics_rows(topics, words.shape[0], K))
+        word_topic = np.zeros((words.shape[0], K))
+        gammas, passes, threads = [], [], 0
+        for d0, d1 in document_blocks(batch.indptr, K, self.block_floats):
+            ptr, idx, cnt = sub_block(batch.indptr, local, batch.counts, d0, d1)
+            entry_gamma = np.empty((idx.shape[0], K))
+            g, s, t = self._run(ptr, idx, cnt, topics, model.alpha, entry_gamma)
+            add_word_statistics(idx, entry_gamma, word_topic)
+            gammas.append(g)
+            passes.append(s)
+            threads = max(threads, t)
+        gamma = np.concatenate(gammas)
+        result = LocalResult(gamma, exp_dirichlet_expectations(gamma), np.empty(0),
+                             np.concatenate(passes), threads)
+        return SufficientStats(words, word_topic, batch.n_docs, batch.n_tokens), result

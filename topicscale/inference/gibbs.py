@@ -1,0 +1,105 @@
+"""Local step "gibbs": collapsed Gibbs sampling of z given fixed topics, theta integrated out
+(Mimno, Hoffman and Blei 2012; the local step of SSMF-A, Hoffman and Blei 2015, Algorithm 2).
+Kernel: topicscale.kernels.gibbs.
+
+Randomness: each document gets its own uint64 seed, a hash of a minibatch seed and the
+document's key (its global row number in `statistics`, its position in the block in `fit`);
+the kernel draws from a SplitMix64 stream started at that seed. Results are therefore the
+same whatever the number of threads.
+"""
+import numpy as np
+
+from ..kernels import gibbs as kernel
+from ..stats import SufficientStats
+from .entries import (BLOCK_FLOATS, add_word_statistics, batch_words, check_topics_rows,
+                      document_blocks, document_seeds, exp_dirichlet_expectations, n_chunks_for,
+                      step_seed, sub_block)
+from .local import LocalResult
+
+
+class Gibbs:
+    """`sweeps` Gibbs sweeps per document (the first initialises z), the first `burn_in`
+    discarded, document-topic counts averaged over the rest (defaults 5 and 2).
+
+    Without `topics`, statistics() samples given exp(E[log beta]) as Mimno et al. (2012) do;
+    SSMF-A passes a sampled beta instead. Counts must be whole numbers (tokens are sampled).
+    `seed` seeds fit() and, mixed with the model's step, statistics() when the global step
+    passes no seed. max_iter and tol are accepted for the common local-step contract and not
+    used. LocalResult: gamma = alpha + averaged counts; exp_elog_theta under Dir(gamma);
+    token_weight empty; sweeps = Gibbs sweeps per document.
+    """
+    name = "gibbs"
+
+    def __init__(self, max_iter=100, tol=1e-3, sweeps=5, burn_in=2, seed=0,
+                 block_floats=BLOCK_FLOATS):
+        if not 0 <= int(burn_in) < int(sweeps):
+            raise ValueError("need 0 <= burn_in < sweeps (at least one sweep is kept)")
+        self.max_iter = int(max_iter)
+        self.tol = float(tol)
+        self.sweeps = int(sweeps)
+        self.burn_in = int(burn_in)
+        self.seed = int(seed)
+        self.block_floats = int(block_floats)
+
+    def estep_topics(self, model, words=None):
+        """exp(E[log beta]) rows (V' x K): the topics Gibbs samples against by default."""
+        return model.exp_elog_beta(words)
+
+    def run(self, indptr, indices, counts, topics, alpha, seeds, want_entries=False, want_z=False):
+        """Kernel call: (gamma, entry_topic or None, z or None, threads used)."""
+        D, K = indptr.shape[0] - 1, topics.shape[1]
+        counts = np.ascontiguousarray(counts, dtype=np.float64)
+        whole = np.rint(counts)
+        if np.any(whole != counts) or np.any(whole < 1):
+            raise ValueError("Gibbs sampling needs whole-number counts >= 1")
+        indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+        entry_ptr = np.zeros(whole.shape[0] + 1, dtype=np.int64)
+        np.cumsum(whole.astype(np.int64), out=entry_ptr[1:])
+        token_ptr = entry_ptr[indptr]
+        n_chunks = n_chunks_for(D)
+        gamma = np.empty((D, K))
+        entry_topic = np.empty((indices.shape[0] if want_entries else 0, K))
+        z = np.empty(token_ptr[-1] if want_z else 0, dtype=np.int32)
+        chunk_thread = np.full(n_chunks, -1, dtype=np.int64)
+        kernel.gibbs_batch(indptr, indices, counts, token_ptr, np.ascontiguousarray(topics, dtype=np.float64),
+                           np.ascontiguousarray(alpha, dtype=np.float64), self.sweeps, self.burn_in,
+                           np.ascontiguousarray(seeds, dtype=np.uint64), n_chunks, gamma, entry_topic,
+                           z, chunk_thread)
+        return (gamma, entry_topic if want_entries else None, z if want_z else None,
+                len(np.unique(chunk_thread[chunk_thread >= 0])))
+
+    def _result(self, gamma, threads):
+        return LocalResult(gamma, exp_dirichlet_expectations(gamma), np.empty(0),
+                           np.full(gamma.shape[0], self.sweeps, dtype=np.int64), threads)
+
+    def fit(self, indptr, indices, counts, topics, alpha, seed=None):
+        """Gibbs on a CSR block whose `indices` index rows of `topics` (V' x K)."""
+        D = indptr.shape[0] - 1
+        seeds = document_seeds(self.seed if seed is None else seed, np.arange(D))
+        gamma, _, _, threads = self.run(indptr, indices, counts, topics, alpha, seeds)
+        return self._result(gamma, threads)
+
+    def statistics(self, batch, model, topics=None, seed=None):
+        """Gibbs on a minibatch (Rows) and its averaged topic-word counts per word.
+
+        topics: rows for the batch's sorted distinct words (default exp(E[log beta]));
+        seed: the minibatch's seed (default: from this step's seed and model.step).
+        """
+        words, local = batch_words(batch)
+        K = model.n_topics
+        topics = (self.estep_topics(model, words) if topics is None
+                  else check_topics_rows(topics, words.shape[0], K))
+        if seed is None:
+            seed = step_seed(self.seed, model.step)
+        seeds = document_seeds(seed, batch.rows)
+        word_topic = np.zeros((words.shape[0], K))
+        gammas, threads = [], 0
+        for d0, d1 in document_blocks(batch.indptr, K, self.block_floats):
+            ptr, idx, cnt = sub_block(batch.indptr, local, batch.counts, d0, d1)
+            g, entry_topic, _, t = self.run(ptr, idx, cnt, topics, model.alpha, seeds[d0:d1],
+                                            want_entries=True)
+            add_word_statistics(idx, entry_topic, word_topic)
+            gammas.append(g)
+            threads = max(threads, t)
+        stats = SufficientStats(words, word_topic, batch.n_docs, batch.n_tokens)
+        return stats, self._result(np.concatenate(gammas), threads)

@@ -1,0 +1,88 @@
+"""CVB0 document step for a fixed topic matrix, clumped per distinct word (the local step of
+SCVB0: Foulds, Boyles, DuBois, Smyth and Welling 2013, eqs. 5, 6 and 9 and Algorithm 2).
+
+Symbols (paper -> code): for document j with distinct words w_p and counts m_p (= m_aj),
+C_j = sum_p m_p its length, N^Theta_j -> n_theta, gamma_ij -> g, and
+topics[w, k] = (N^Phi_wk + eta) / (N^Z_k + V eta), the first factor of eq. 5 (E[beta], word-major).
+
+    g_k        proportional to topics[w_p, k] * (n_theta_k + alpha_k)                  (eq. 5)
+    rho        = s / (tau + t)^kappa, t = tokens of the document processed so far    (sec. 4.1)
+    n_theta   <- (1 - rho)^m_p n_theta + C_j g (1 - (1 - rho)^m_p)          (eq. 9 = eq. 6, m_p times)
+
+n_theta starts at C_j / K for every topic (a deterministic stand-in for Algorithm 2's random
+initialisation), t starts at 0 and runs on across passes; rho is capped at 1. Words are visited
+in the (ascending id) order of the CSR row, `burn_in` passes then one final pass; in the final
+pass each distinct word's m_p * g is the document's contribution to the statistic hat N^Phi
+(Algorithm 2, innermost loop, without the C/|M| factor, which the global step applies).
+gamma = alpha + n_theta after the final pass.
+"""
+import numpy as np
+from numba import njit, prange, get_thread_id
+
+
+@njit(cache=True, nogil=True)
+def cvb0_document(ids, counts, topics, alpha, burn_in, s, tau, kappa, n_theta, g,
+                  entry_gamma, want_entries):
+    """One document in place: n_theta (K) on return holds N^Theta_j; entry_gamma[p] = m_p g_p
+    of the final pass when want_entries. Returns the number of passes run."""
+    K = n_theta.shape[0]
+    n = ids.shape[0]
+    length = 0.0
+    for p in range(n):
+        length += counts[p]
+    for k in range(K):
+        n_theta[k] = length / K
+    t = 0.0
+    for sweep in range(burn_in + 1):
+        final = sweep == burn_in
+        for p in range(n):
+            row = topics[ids[p]]
+            m = counts[p]
+            norm = 0.0
+            for k in range(K):
+                g[k] = row[k] * (n_theta[k] + alpha[k])
+                norm += g[k]
+            if norm > 0.0:
+                for k in range(K):
+                    g[k] /= norm
+            else:                                   # the word has no mass under any topic
+                for k in range(K):
+                    g[k] = 1.0 / K
+            rho = s / (tau + t) ** kappa
+            if rho > 1.0:
+                rho = 1.0
+            keep = (1.0 - rho) ** m
+            fresh = length * (1.0 - keep)
+            for k in range(K):
+                n_theta[k] = keep * n_theta[k] + fresh * g[k]
+            t += m
+            if final and want_entries:
+                out = entry_gamma[p]
+                for k in range(K):
+                    out[k] = m * g[k]
+    return burn_in + 1
+
+
+@njit(parallel=True, cache=True)
+def cvb0_batch(indptr, indices, counts, topics, alpha, burn_in, s, tau, kappa, n_chunks,
+               gamma, entry_gamma, passes, chunk_thread):
+    """CVB0 for every document of a CSR block, parallel over fixed chunks of documents.
+
+    gamma (D x K) receives alpha + N^Theta; entry_gamma is nnz x K (m_p g_p of the final pass,
+    aligned with `indices`) or 0 x K when the statistics are not wanted. Documents are
+    independent, so results do not depend on the thread count; scratch is per chunk.
+    """
+    D = indptr.shape[0] - 1
+    K = topics.shape[1]
+    want = entry_gamma.shape[0] > 0
+    for c in prange(n_chunks):
+        chunk_thread[c] = get_thread_id()
+        g = np.empty(K)
+        for d in range(c * D // n_chunks, (c + 1) * D // n_chunks):
+            lo = indptr[d]
+            hi = indptr[d + 1]
+            row = gamma[d]
+            passes[d] = cvb0_document(indices[lo:hi], counts[lo:hi], topics, alpha, burn_in, s, tau,
+                                      kappa, row, g, entry_gamma[lo:hi], want)
+            for k in range(K):
+                row[k] += alpha[k]
