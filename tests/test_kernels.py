@@ -59,7 +59,7 @@ def test_minibatch_statistics_match_reference():
     rng = np.random.default_rng(7)
     V, K = 60, 8
     indptr, indices, counts = random_csr(rng, 40, V)
-    model = LDAModel.initial([f"w{i}" for i in range(V)], K, 0.2, 0.01, 1000.0, rng)
+    model = LDAModel.initial([f"w{i}" for i in range(V)], K, 0.2, 0.01, rng)
     stats, result = MeanField(max_iter=30, tol=1e-7).statistics(
         Rows(np.arange(40), indptr, indices, counts), model)
     ref_stats, ref_gamma = reference.minibatch_statistics(indptr, indices, counts, model.exp_elog_beta(),

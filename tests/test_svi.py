@@ -17,7 +17,7 @@ def fit(corpus, K=10, passes=3, seed=1, threads=None, heldout=None, eval_every=0
     if threads:
         numba.set_num_threads(threads)
     try:
-        model = LDAModel.initial(corpus.vocab, K, 1.0 / K, 0.01, corpus.n_tokens,
+        model = LDAModel.initial(corpus.vocab, K, 1.0 / K, 0.01,
                                  np.random.default_rng(seed))
         records = []
         summary, _ = train(SVI(model, MeanField(), corpus.n_docs, tau=1.0, kappa=0.7), corpus,

@@ -144,7 +144,7 @@ def _new_model(config, corpus):
         return model
     K = config["n_topics"] or 100
     alpha = 1.0 / K if config["alpha"] is None else config["alpha"]
-    return LDAModel.initial(corpus.vocab, K, alpha, config["eta"], corpus.n_tokens,
+    return LDAModel.initial(corpus.vocab, K, alpha, config["eta"],
                             np.random.default_rng([config["seed"], 0x1A]))
 
 

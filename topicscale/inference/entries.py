@@ -29,7 +29,8 @@ def mix64(x):
 
 def document_seeds(seed, keys):
     """One uint64 seed per document from an integer seed and per-document integer keys."""
-    base = mix64(np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF) + _GOLDEN)
+    with np.errstate(over="ignore"):
+        base = mix64(np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF) + _GOLDEN)
     with np.errstate(over="ignore"):
         return mix64(base ^ mix64(np.asarray(keys).astype(np.uint64) * _GOLDEN + np.uint64(1)))
 
