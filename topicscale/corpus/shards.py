@@ -172,9 +172,13 @@ class Corpus:
             try:
                 arrays = tuple(np.load(f"{base}.{part}.npy", mmap_mode="r")
                                for part in ("indptr", "indices", "counts"))
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, EOFError) as exc:
                 raise InputError(f"{base}.*.npy", None, f"unreadable shard: {exc}") from None
             indptr, indices, counts = arrays
+            dtypes = (indptr.dtype, indices.dtype, counts.dtype)
+            if dtypes != (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.int32)):
+                raise InputError(f"{base}.*.npy", None, f"shard arrays have types {dtypes}, "
+                                 "expected int64 offsets, int32 word ids and counts")
             bad = (indptr.shape != (info["n_docs"] + 1,) or indices.shape != (info["nnz"],)
                    or counts.shape != (info["nnz"],) or indptr[0] != 0 or indptr[-1] != info["nnz"]
                    or (info["n_docs"] and np.any(np.diff(indptr) < 0)))
