@@ -156,13 +156,18 @@ def info(path, as_json):
     else:
         from .models import load_model
         m = load_model(path)
-        payload = {"type": "model", "path": path, "model": m.kind, "topics": m.n_topics,
-                   "vocabulary": m.n_words, "alpha": float(m.alpha[0]), "eta": m.eta, "step": m.step,
-                   "docs_seen": m.docs_seen, **m.settings}
+        payload = {"type": "model", "path": path, "model": m.kind, **m.describe(), **m.settings}
     _emit(as_json, payload, [f"{k:<16} {v}" for k, v in payload.items()])
 
 
 # ---------------------------------------------------------------------------------------- fit
+def _default_local(model, algorithm):
+    if (model, algorithm) not in registry.DEFAULT_LOCAL:
+        raise click.BadParameter(f"{algorithm} is not available for --model {model}",
+                                 param_hint="--algorithm")
+    return registry.DEFAULT_LOCAL[(model, algorithm)]
+
+
 def _load_config(ctx, param, value):
     if value:
         from .config import load_defaults
@@ -177,9 +182,11 @@ def _load_config(ctx, param, value):
               help="TOML preset (a file or a name from configs/, e.g. svi-paper); flags override it.")
 @click.option("-k", "--topics", "n_topics", type=click.IntRange(1),
               help="Number of topics K [default: 100, or the --init model's].")
-@click.option("--algorithm", type=click.Choice(sorted(registry.ALGORITHMS)), default="svi",
+@click.option("--model", type=click.Choice(sorted(registry.MODELS)), default="lda", show_default=True,
+              help="The topic model.")
+@click.option("--algorithm", type=click.Choice(registry.names(registry.ALGORITHMS)), default="svi",
               show_default=True, help="Global step.")
-@click.option("--local", "local_step", type=click.Choice(sorted(registry.LOCAL_STEPS)),
+@click.option("--local", "local_step", type=click.Choice(registry.names(registry.LOCAL_STEPS)),
               help="Local (per-document) step [default: the algorithm's own].")
 @click.option("--batch-size", type=click.IntRange(1), default=500, show_default=True,
               help="Documents per minibatch (S).")
@@ -237,7 +244,7 @@ def fit(ctx, corpus, output, resume, as_json, quiet, **options):
         absolute = {k: options[k] and str(Path(options[k]).resolve()) for k in ("heldout", "init_model")}
         config = dict(options, **absolute, corpus=str(Path(corpus).resolve()), output=output,
                       threads=_set_threads(options["threads"]),
-                      local=options.pop("local_step") or registry.DEFAULT_LOCAL[options["algorithm"]],
+                      local=options.pop("local_step") or _default_local(options["model"], options["algorithm"]),
                       checkpoint_seconds=options.pop("checkpoint_interval"))
         config.pop("local_step", None)
         config.pop("checkpoint_interval", None)
@@ -272,10 +279,9 @@ def eval_(model, heldout, seed, threads, as_json):
     from .corpus.shards import Corpus
     from .evaluate import evaluate_model
     from .models import load_model
-    from .runs import local_step_for
     _set_threads(threads)
     m = load_model(model)
-    result = evaluate_model(m, Corpus(heldout), seed=seed, local=local_step_for(m))
+    result = evaluate_model(m, Corpus(heldout), seed=seed)
     _emit(as_json, result, [f"per-word log likelihood {result['per_word_ll']:.4f}",
                             f"perplexity {result['perplexity']:.2f}",
                             f"{result['documents']} documents, {result['heldout_tokens']:.0f} held-out tokens"])
@@ -288,8 +294,9 @@ def eval_(model, heldout, seed, threads, as_json):
               help="Words per topic.")
 @click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, words, weights}.")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: topic, weight, rank, word, probability.")
-def topics(model, n_words, as_json, as_csv):
-    """Top words of every topic, with the topic's share of the corpus."""
+@click.option("--all", "show_all", is_flag=True, help="Every topic, also those that carry almost no weight.")
+def topics(model, n_words, as_json, as_csv, show_all):
+    """Top words of the topics, with each topic's share of the corpus."""
     import numpy as np
     from .models import load_model
     m = load_model(model)
@@ -297,7 +304,8 @@ def topics(model, n_words, as_json, as_csv):
     weights = m.topic_weights()
     n = min(n_words, m.n_words)
     rows = []
-    for k in range(m.n_topics):
+    for k in m.display_order(show_all):
+        k = int(k)
         top = np.argsort(-beta[:, k], kind="stable")[:n]
         rows.append({"topic": k, "weight": float(weights[k]), "words": [m.vocab[i] for i in top],
                      "weights": [float(beta[i, k]) for i in top]})

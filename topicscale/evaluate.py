@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from . import registry
 from .errors import InputError
 from .inference.local import MeanField
 from .kernels.meanfield import completion_log_likelihood
@@ -58,19 +59,19 @@ def check_vocabulary(vocab, corpus):
                          "`topicscale prepare ... --vocab MODEL` so its columns match")
 
 
-def document_completion(heldout, estep_topics, score_topics, alpha, local=None, seed=0,
+def document_completion(heldout, estep_topics, score_topics, prior, local=None, seed=0,
                         block_docs=4096):
     """Per-word predictive log likelihood of `heldout` (a Corpus).
 
     estep_topics (V x K) drive the local step (exp(E[log beta]) for a variational model, or a
-    point estimate of beta); score_topics (V x K) are E[beta] used in the predictive sum.
+    point estimate of beta) with its document-level `prior`; the local step's E[theta] and
+    score_topics (V x K, E[beta]) form the predictive sum.
     """
     local = local or MeanField()
     total, tokens, docs = 0.0, 0.0, 0
     for block in heldout.blocks(block_docs):
         (optr, oind, ocnt), (hptr, hind, hcnt) = split_block(block, seed)
-        result = local.fit(optr, oind, ocnt, estep_topics, alpha)
-        theta = result.gamma / result.gamma.sum(axis=1, keepdims=True)
+        theta = np.ascontiguousarray(local.fit(optr, oind, ocnt, estep_topics, prior).theta)
         ll = np.empty(block.n_docs)
         completion_log_likelihood(hptr, hind, hcnt, theta, score_topics, ll)
         total += math.fsum(ll)
@@ -81,10 +82,12 @@ def document_completion(heldout, estep_topics, score_topics, alpha, local=None, 
             "documents": docs, "heldout_tokens": tokens}
 
 
-def evaluate_model(model, heldout, seed=0, local=None):
-    """Document completion with the model's own local step and E[beta]."""
+def evaluate_model(model, heldout, local=None, seed=0):
+    """Document completion with the model's own local step (by default the one it was trained
+    with) and E[beta]."""
     check_vocabulary(model.vocab, heldout)
-    return document_completion(heldout, model.exp_elog_beta(), model.expected_beta(), model.alpha,
+    local = local or registry.local_step_for(model)
+    return document_completion(heldout, model.estep_topics(), model.expected_beta(), model.local_prior(),
                                local=local, seed=seed)
 
 

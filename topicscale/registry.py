@@ -1,19 +1,66 @@
-"""Name -> implementation for the CLI's choices and the shared conformance tests.
+"""Name -> implementation, per model: the CLI's choices and the shared conformance tests.
 
 Entries are import paths, so listing the choices (e.g. for --help) does not import numba.
+
+The contracts (see models/lda.py, inference/local.py and inference/svi.py for LDA's):
+- a model class: `kind`, `initial(vocab, config, rng)`, `save`, `from_stored`,
+  `estep_topics(words=None)` (what its local steps take as topics), `local_prior()`,
+  `expected_beta()` (V x K E[beta]), `topic_weights()`, `display_order(show_all)`, `describe()`.
+- a local step: `fit(indptr, indices, counts, topics, prior) -> result with .theta (D x K)`,
+  `statistics(batch, model) -> (SufficientStats, result)`.
+- a global step: `__init__(model, local, corpus_docs, **options)`, `step(batch) -> metrics`.
+Constructors receive the fit settings whose names match their keyword arguments (`build`).
 """
 import importlib
+import inspect
 
-ALGORITHMS = {"svi": "topicscale.inference.svi:SVI",
-              "scvb0": "topicscale.inference.scvb0:SCVB0",
-              "ssmf-a": "topicscale.inference.ssmf:SSMFA",
-              "batch": "topicscale.inference.batch:BatchVB"}
-LOCAL_STEPS = {"meanfield": "topicscale.inference.local:MeanField",
-               "cvb0": "topicscale.inference.cvb0:CVB0",
-               "gibbs": "topicscale.inference.gibbs:Gibbs"}
-DEFAULT_LOCAL = {"svi": "meanfield", "scvb0": "cvb0", "ssmf-a": "gibbs", "batch": "meanfield"}
+MODELS = {"lda": "topicscale.models.lda:LDAModel"}
+ALGORITHMS = {
+    "lda": {"svi": "topicscale.inference.svi:SVI",
+            "scvb0": "topicscale.inference.scvb0:SCVB0",
+            "ssmf-a": "topicscale.inference.ssmf:SSMFA",
+            "batch": "topicscale.inference.batch:BatchVB"},
+}
+LOCAL_STEPS = {
+    "lda": {"meanfield": "topicscale.inference.local:MeanField",
+            "cvb0": "topicscale.inference.cvb0:CVB0",
+            "gibbs": "topicscale.inference.gibbs:Gibbs"},
+}
+DEFAULT_LOCAL = {("lda", "svi"): "meanfield", ("lda", "scvb0"): "cvb0", ("lda", "ssmf-a"): "gibbs",
+                 ("lda", "batch"): "meanfield"}
 
 
-def resolve(table, name):
-    module, attr = table[name].split(":")
+def names(table):
+    """Every name a per-model table offers (for click.Choice)."""
+    return sorted({name for per_model in table.values() for name in per_model})
+
+
+def resolve(path):
+    module, attr = path.split(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def lookup(table, model, name, what):
+    """The class registered for `model` under `name`, or a clear error."""
+    from .errors import TopicscaleError
+    options = table.get(model, {})
+    if name not in options:
+        raise TopicscaleError(f"--{what} {name} is not available for --model {model} "
+                              f"(choose from: {', '.join(sorted(options))})")
+    return resolve(options[name])
+
+
+def build(cls, *args, settings=None, **kwargs):
+    """cls(*args, **kwargs, **the settings named like cls's keyword arguments)."""
+    params = list(inspect.signature(cls).parameters)[len(args):]
+    chosen = {k: v for k, v in (settings or {}).items()
+              if k in params and k not in kwargs and v is not None}
+    return cls(*args, **chosen, **kwargs)
+
+
+def local_step_for(model):
+    """The local step a model was trained with, built with its saved settings."""
+    s = model.settings
+    algorithm = s.get("algorithm", "svi")
+    name = s.get("local") or DEFAULT_LOCAL[(model.kind, algorithm)]
+    return build(lookup(LOCAL_STEPS, model.kind, name, "local"), settings=s)

@@ -23,19 +23,14 @@ from .atomic import atomic_file
 from .corpus.shards import Corpus
 from .errors import InputError, TopicscaleError
 from .models import MODEL_TYPES, load_model, store
-from .models.lda import LDAModel
 from .train import RunLimits, RunState, train
 
 CHECKPOINT_FILE = "checkpoint.npz"
+# fit settings that describe one run rather than the model (not saved in the model's settings)
+RUN_ONLY = {"output", "threads", "force", "init_model", "heldout", "eval_every", "checkpoint_every",
+            "checkpoint_seconds", "passes", "max_docs", "time_limit", "n_topics", "alpha", "eta"}
 RUN_LOG = ".run.jsonl"
 LOCK_FILE = ".lock"
-
-
-def local_step_for(model):
-    """The local step a model was trained with, with its settings."""
-    s = model.settings
-    cls = registry.resolve(registry.LOCAL_STEPS, s.get("local", "meanfield"))
-    return cls(max_iter=s.get("max_iter", 100), tol=s.get("tol", 1e-3))
 
 
 # ------------------------------------------------------------------------------ lock
@@ -142,10 +137,8 @@ def _new_model(config, corpus):
         if config["n_topics"] not in (None, model.n_topics):
             raise TopicscaleError(f"--init model has K={model.n_topics}; -k {config['n_topics']} conflicts")
         return model
-    K = config["n_topics"] or 100
-    alpha = 1.0 / K if config["alpha"] is None else config["alpha"]
-    return LDAModel.initial(corpus.vocab, K, alpha, config["eta"],
-                            np.random.default_rng([config["seed"], 0x1A]))
+    cls = registry.resolve(registry.MODELS[config["model"]])
+    return cls.from_config(corpus.vocab, config, np.random.default_rng([config["seed"], 0x1A]))
 
 
 def run_fit(config, resume=False, progress=False, say=print):
@@ -177,9 +170,7 @@ def run_fit(config, resume=False, progress=False, say=print):
         if model is None:
             model = _new_model(config, corpus)
             model.settings.pop("partial", None)
-            model.settings.update({k: config[k] for k in ("algorithm", "local", "batch_size", "kappa",
-                                                          "tau", "max_iter", "tol", "seed")},
-                                  corpus=config["corpus"])
+            model.settings.update({k: v for k, v in config.items() if k not in RUN_ONLY})
         return _run(model, config, corpus, heldout, state, output, progress, say, fresh=not resume)
 
 
@@ -187,9 +178,11 @@ def _run(model, config, corpus, heldout, state, output, progress, say, fresh):
     from .evaluate import check_vocabulary, evaluate_model
     if heldout is not None:
         check_vocabulary(model.vocab, heldout)
-    local = local_step_for(model)
-    algo = registry.resolve(registry.ALGORITHMS, config["algorithm"])(
-        model, local, corpus.n_docs, tau=config["tau"], kappa=config["kappa"])
+    if model.kind != config["model"]:
+        raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}")
+    local = registry.local_step_for(model)
+    algorithm = registry.lookup(registry.ALGORITHMS, model.kind, config["algorithm"], "algorithm")
+    algo = registry.build(algorithm, model, local, corpus.n_docs, settings=config)
     limits = RunLimits(**{k: config[k] for k in RunLimits.__dataclass_fields__})
     evaluate = (lambda m: evaluate_model(m, heldout, local=local)) if heldout else None
     log = open(output / RUN_LOG, "a", encoding="utf-8")
@@ -257,7 +250,7 @@ def _load_checkpoint(output):
 def infer_proportions(model_path, inputs, output, fmt=None, progress=False):
     """`topicscale infer`: E[theta] = gamma / sum(gamma) for each document, ids first."""
     model = load_model(model_path)
-    local = local_step_for(model)
+    local = registry.local_step_for(model)
     if len(inputs) == 1 and (Path(inputs[0]) / "manifest.json").is_file():
         return _infer_corpus(model, local, Corpus(inputs[0]), output)
     from .corpus.prepare import prepare
@@ -269,11 +262,9 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False):
 def _infer_corpus(model, local, corpus, output):
     from .evaluate import check_vocabulary
     check_vocabulary(model.vocab, corpus)
-    topics = model.exp_elog_beta()
-    parts = []
-    for block in corpus.blocks():
-        g = local.fit(block.indptr, block.indices, block.counts, topics, model.alpha).gamma
-        parts.append(g / g.sum(axis=1, keepdims=True))
+    topics, prior = model.estep_topics(), model.local_prior()
+    parts = [local.fit(block.indptr, block.indices, block.counts, topics, prior).theta
+             for block in corpus.blocks()]
     theta = np.concatenate(parts) if parts else np.zeros((0, model.n_topics))
     ids = corpus.ids()
     if output.endswith(".npy"):

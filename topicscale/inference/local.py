@@ -16,6 +16,11 @@ class LocalResult:
     sweeps: np.ndarray           # D, sweeps of the document loop
     threads_used: int
 
+    @property
+    def theta(self):
+        """E[theta_d] = gamma_d / sum_k gamma_dk."""
+        return self.gamma / self.gamma.sum(axis=1, keepdims=True)
+
 
 class MeanField:
     """Mean-field E-step of LDA (SVI paper eqs. 33-34), numba kernel parallel over documents."""
@@ -44,8 +49,8 @@ class MeanField:
         """E-step on a minibatch (Rows) and its sufficient statistics for the global step."""
         words, local = np.unique(batch.indices, return_inverse=True)
         local = local.astype(np.int32)
-        exp_elog_beta = model.exp_elog_beta(words)
-        result = self.fit(batch.indptr, local, batch.counts, exp_elog_beta, model.alpha)
+        exp_elog_beta = model.estep_topics(words)
+        result = self.fit(batch.indptr, local, batch.counts, exp_elog_beta, model.local_prior())
         # transpose the minibatch (stable sort keeps document order within each word)
         order = np.argsort(local, kind="stable")
         word_ptr = np.zeros(words.shape[0] + 1, dtype=np.int64)
@@ -59,4 +64,3 @@ class MeanField:
         return stats, result
 
 
-LOCAL_STEPS = {"meanfield": MeanField}

@@ -43,6 +43,33 @@ class LDAModel:
         return cls(lam=lam, alpha=np.full(n_topics, float(alpha)), eta=float(eta), vocab=list(vocab),
                    settings=dict(settings or {}))
 
+    @classmethod
+    def from_config(cls, vocab, config, rng):
+        """A new model from fit settings: n_topics (default 100), alpha (default 1/K), eta."""
+        K = config.get("n_topics") or 100
+        alpha = config.get("alpha") or 1.0 / K
+        return cls.initial(vocab, K, alpha, config.get("eta", 0.01), rng)
+
+    def estep_topics(self, words=None):
+        """The topics the local step uses: exp(E[log beta])."""
+        return self.exp_elog_beta(words)
+
+    def local_prior(self):
+        """The document-level prior the local step uses: alpha."""
+        return self.alpha
+
+    def display_order(self, show_all=True):
+        """Topics in the order `topics` lists them (LDA: all, by index)."""
+        return np.arange(self.n_topics)
+
+    def describe(self):
+        """Hyperparameters and state for `info`."""
+        return {"topics": self.n_topics, "vocabulary": self.n_words, "alpha": float(self.alpha[0]),
+                "eta": self.eta, "step": self.step, "docs_seen": self.docs_seen}
+
+    def is_finite(self):
+        return bool(np.all(np.isfinite(self.lam.sum(axis=0))))
+
     def exp_elog_beta(self, words=None):
         """exp(E[log beta_kw]) = exp(psi(lambda_kw) - psi(sum_v lambda_kv)) for the given rows."""
         from ..kernels.special import digamma_array   # imports numba: only when needed
