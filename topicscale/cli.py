@@ -346,20 +346,28 @@ def infer(model, inputs, output, fmt, threads, quiet):
 @cli.command()
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="OUT.npy: the K x V row-stochastic E[beta]; OUT.vocab.txt beside it.")
+              help="OUT.npy: the K x V row-stochastic E[beta]; OUT.vocab.txt and OUT.weights.tsv beside it.")
 def export(model, output):
-    """Write the topics as a K x V matrix (rows sum to one) and the vocabulary in column order."""
+    """Write the topics as a K x V matrix (rows sum to one, in the order `topics --all` lists
+    them), the vocabulary in column order, and each row's topic number and corpus weight."""
     import numpy as np
     from .atomic import atomic_file
     from .models import load_model
     if not output.endswith(".npy"):
         raise click.BadParameter("the output must end in .npy", param_hint="-o")
     m = load_model(model)
+    order = np.asarray(m.display_order(True), dtype=np.int64)
+    weights = m.topic_weights()
+    base = output[:-4]
     with atomic_file(output) as fh:
-        np.save(fh, np.ascontiguousarray(m.expected_beta().T))
-    with atomic_file(output[:-4] + ".vocab.txt", "w") as fh:
+        np.save(fh, np.ascontiguousarray(m.expected_beta()[:, order].T))
+    with atomic_file(base + ".vocab.txt", "w") as fh:
         fh.writelines(f"{w}\n" for w in m.vocab)
-    click.echo(f"wrote {output} ({m.n_topics} x {m.n_words}) and {output[:-4]}.vocab.txt", err=True)
+    with atomic_file(base + ".weights.tsv", "w") as fh:
+        fh.write("topic\tweight\n")
+        fh.writelines(f"{k}\t{weights[k]:.6g}\n" for k in order)
+    click.echo(f"wrote {output} ({len(order)} x {m.n_words}), {base}.vocab.txt and {base}.weights.tsv",
+               err=True)
 
 
 def main(argv=None):

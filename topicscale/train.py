@@ -4,7 +4,6 @@
 import time
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
 from tqdm import tqdm
 
 from .corpus.stream import MinibatchStream, StreamPosition
@@ -85,7 +84,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
             t_batch = time.perf_counter()
             metrics = algorithm.step(batch)
             dt = time.perf_counter() - t_batch
-            if not np.all(np.isfinite(model.lam.sum(axis=0))):
+            if not model.is_finite():
                 raise NonFiniteError(f"the topics became non-finite at step {model.step} "
                                      "(NaN or inf); the last good checkpoint is kept")
             state.epoch, state.batch = position.epoch, position.batch + 1
