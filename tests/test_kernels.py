@@ -37,17 +37,20 @@ def test_exp_dirichlet_expectation():
     assert np.allclose(out, np.exp(scipy_digamma(g) - scipy_digamma(g.sum())), rtol=1e-13)
 
 
+@pytest.mark.parametrize("accelerate", [False, True])
 @pytest.mark.parametrize("K", [1, 3, 16])
-def test_estep_matches_numpy_reference(K):
+def test_estep_matches_numpy_reference(K, accelerate):
     rng = np.random.default_rng(K)
     V = 40
     indptr, indices, counts = random_csr(rng, 25, V)
     topics = rng.gamma(0.5, 1.0, size=(V, K))
     alpha = np.full(K, 0.3)
-    result = MeanField(max_iter=50, tol=1e-6).fit(indptr, indices, counts, topics, alpha)
+    result = MeanField(max_iter=50, tol=1e-6, accelerate=accelerate).fit(indptr, indices, counts, topics, alpha)
     for d in range(25):
         a, b = indptr[d], indptr[d + 1]
-        gamma, eet, phi = reference.estep_document(indices[a:b], counts[a:b], topics, alpha, 50, 1e-6)
+        gamma, eet, phi, sweeps = reference.estep_document(indices[a:b], counts[a:b], topics, alpha, 50, 1e-6,
+                                                           accelerate)
+        assert result.sweeps[d] == sweeps
         assert np.allclose(result.gamma[d], gamma, rtol=1e-8, atol=1e-10)
         assert np.allclose(result.exp_elog_theta[d], eet, rtol=1e-8)
         # token weights reproduce phi: phi_nk = r_n / c_n * exp(E log theta_k) * B[w_n, k]
@@ -83,9 +86,31 @@ def test_completion_log_likelihood_matches_reference():
                        rtol=1e-12)
 
 
-def test_estep_stops_at_max_iter_and_reports_sweeps():
+@pytest.mark.parametrize("cap", [1, 2, 5])
+def test_estep_stops_at_max_iter_and_reports_sweeps(cap):
     rng = np.random.default_rng(0)
     indptr, indices, counts = random_csr(rng, 5, 20, max_len=10)
     topics = rng.gamma(1.0, 1.0, size=(20, 4))
-    r = MeanField(max_iter=2, tol=0.0).fit(indptr, indices, counts, topics, np.full(4, 0.1))
-    assert np.all(r.sweeps == 2)
+    for accelerate in (False, True):
+        r = MeanField(max_iter=cap, tol=0.0, accelerate=accelerate).fit(indptr, indices, counts, topics,
+                                                                        np.full(4, 0.1))
+        assert np.all(r.sweeps == cap)
+
+
+def test_acceleration_needs_fewer_sweeps_for_a_bound_at_least_as_high():
+    """SQUAREM stops (same tolerance) after far fewer sweeps, at a document bound no lower than
+    plain sweeps reach (it may even find better local optima)."""
+    rng = np.random.default_rng(11)
+    V, K = 200, 20
+    indptr, indices, counts = random_csr(rng, 60, V, max_len=80)
+    topics = rng.gamma(0.3, 1.0, size=(V, K))
+    alpha = np.full(K, 0.05)
+    results = {acc: MeanField(max_iter=1000, tol=1e-3, accelerate=acc).fit(indptr, indices, counts, topics, alpha)
+               for acc in (False, True)}
+
+    def mean_bound(r):
+        return np.mean([reference.document_bound(r.gamma[d], indices[a:b], counts[a:b], topics, alpha)
+                        for d, (a, b) in enumerate(zip(indptr[:-1], indptr[1:]))])
+
+    assert results[True].sweeps.sum() < 0.5 * results[False].sweeps.sum()
+    assert mean_bound(results[True]) >= mean_bound(results[False])

@@ -206,6 +206,9 @@ def _load_config(ctx, param, value):
               help="Cap on E-step sweeps per document.")
 @click.option("--tol", type=click.FloatRange(0), default=1e-3, show_default=True,
               help="E-step stops when the mean change of gamma is below this.")
+@click.option("--accelerate/--no-accelerate", default=False, show_default=True,
+              help="SQUAREM-accelerated mean-field E-step: about 2.5x fewer sweeps per document "
+                   "for a higher document bound, but after one pass slightly worse topics (README).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed: same seed, same model.")
 @click.option("--threads", type=int, help="Threads for the E-step [default: all cores].")
 @click.option("--heldout", type=click.Path(exists=True, file_okay=False),

@@ -91,10 +91,10 @@ def evaluate_model(model, heldout, local=None, seed=0):
                                local=local, seed=seed)
 
 
-def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3):
+def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3, accelerate=False):
     """Fold-in score of any K x V row-stochastic topic matrix (e.g. another tool's topics):
     the mean-field local step with beta as a point estimate, alpha = 1/K unless given."""
     beta = np.ascontiguousarray(np.asarray(beta, dtype=np.float64).T)
     K = beta.shape[1]
     alpha = np.full(K, 1.0 / K if alpha is None else float(alpha))
-    return document_completion(heldout, beta, beta, alpha, MeanField(max_iter, tol), seed=seed)
+    return document_completion(heldout, beta, beta, alpha, MeanField(max_iter, tol, accelerate), seed=seed)

@@ -26,9 +26,10 @@ class MeanField:
     """Mean-field E-step of LDA (SVI paper eqs. 33-34), numba kernel parallel over documents."""
     name = "meanfield"
 
-    def __init__(self, max_iter=100, tol=1e-3):
+    def __init__(self, max_iter=100, tol=1e-3, accelerate=False):
         self.max_iter = int(max_iter)
         self.tol = float(tol)
+        self.accelerate = bool(accelerate)
 
     def fit(self, indptr, indices, counts, topics, alpha):
         """Run the kernel on a CSR block whose `indices` index rows of `topics` (V' x K)."""
@@ -40,7 +41,7 @@ class MeanField:
         sweeps = np.zeros(D, dtype=np.int64)
         chunk_thread = np.full(n_chunks, -1, dtype=np.int64)
         meanfield.estep_batch(indptr, indices, counts, topics, np.asarray(alpha, dtype=np.float64),
-                              self.max_iter, self.tol, n_chunks, gamma, exp_elog_theta,
+                              self.max_iter, self.tol, self.accelerate, n_chunks, gamma, exp_elog_theta,
                               token_weight, sweeps, chunk_thread)
         return LocalResult(gamma, exp_elog_theta, token_weight, sweeps,
                            len(np.unique(chunk_thread[chunk_thread >= 0])))

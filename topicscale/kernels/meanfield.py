@@ -3,7 +3,8 @@
 For document d with distinct words w_n and counts c_n, iterate from gamma_dk = 1:
     phi_nk   proportional to exp(E[log theta_dk]) * B[w_n, k]                 (eq. 33)
     gamma_dk = alpha_k + sum_n c_n phi_nk                                      (eq. 34)
-until the mean absolute change of gamma_d falls below `tol` or `max_iter` sweeps ran.
+until the mean absolute change of gamma_d falls below `tol` or `max_iter` sweeps ran;
+optionally accelerated by SQUAREM (see estep_document).
 B is exp(E[log beta]) in training (V x K, word-major, so the loop over topics is
 contiguous), or a point estimate of the topics when folding in exported topics.
 
@@ -38,40 +39,80 @@ def dot(a, b):
 
 
 @njit(cache=True, nogil=True)
-def estep_document(ids, counts, topics, alpha, max_iter, tol,
-                   gamma, exp_elog_theta, token_weight, acc, last):
-    """Fit one document's gamma (in place); returns the number of sweeps run."""
-    K = gamma.shape[0]
-    n = ids.shape[0]
+def sweep(ids, counts, topics, alpha, gamma_in, gamma_out, exp_elog_theta, acc):
+    """gamma_out = F(gamma_in), one coordinate-ascent sweep (eqs. 33-34); returns the mean
+    absolute change. Leaves exp(E[log theta]) of gamma_in in exp_elog_theta."""
+    K = gamma_in.shape[0]
+    exp_dirichlet_expectation(gamma_in, exp_elog_theta)
     for k in range(K):
-        gamma[k] = 1.0
-    exp_dirichlet_expectation(gamma, exp_elog_theta)
+        acc[k] = 0.0
+    for j in range(ids.shape[0]):
+        row = topics[ids[j]]
+        r = counts[j] / (dot(exp_elog_theta, row) + NORM_FLOOR)
+        for k in range(K):
+            acc[k] += r * row[k]
+    change = 0.0
+    for k in range(K):
+        gamma_out[k] = alpha[k] + exp_elog_theta[k] * acc[k]
+        change += abs(gamma_out[k] - gamma_in[k])
+    return change / K
+
+
+@njit(cache=True, nogil=True)
+def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate,
+                   gamma, exp_elog_theta, token_weight, scratch):
+    """Fit one document's gamma (in place, from gamma = 1); returns the number of sweeps.
+
+    Plain: gamma <- F(gamma) until the mean change is below tol. Accelerated (SQUAREM,
+    Varadhan and Roland 2008, step length S3): from g0, g1 = F(g0), g2 = F(g1),
+    r = g1 - g0, v = g2 - g1 - r, a = min(-|r|/|v|, -1), g0 <- max(g0 - 2 a r + a^2 v, alpha)
+    (projected onto the feasible set gamma >= alpha). The convergence test is the same
+    (mean change over one sweep below tol), and every F counts against max_iter.
+    scratch is a (4, K) array: g0, g1, g2 and the sweep's accumulator.
+    """
+    K = gamma.shape[0]
+    g0, g1, g2, acc = scratch[0], scratch[1], scratch[2], scratch[3]
+    for k in range(K):
+        g0[k] = 1.0
     sweeps = 0
-    for it in range(max_iter):
-        sweeps = it + 1
-        for k in range(K):
-            acc[k] = 0.0
-            last[k] = gamma[k]
-        for j in range(n):
-            row = topics[ids[j]]
-            r = counts[j] / (dot(exp_elog_theta, row) + NORM_FLOOR)
-            for k in range(K):
-                acc[k] += r * row[k]
-        change = 0.0
-        for k in range(K):
-            gamma[k] = alpha[k] + exp_elog_theta[k] * acc[k]
-            change += abs(gamma[k] - last[k])
-        exp_dirichlet_expectation(gamma, exp_elog_theta)
-        if change / K < tol:
+    result = g1
+    while sweeps < max_iter:
+        sweeps += 1
+        result = g1
+        if sweep(ids, counts, topics, alpha, g0, g1, exp_elog_theta, acc) < tol or sweeps == max_iter:
             break
+        if not accelerate:
+            g0, g1 = g1, g0
+            continue
+        sweeps += 1
+        result = g2
+        if sweep(ids, counts, topics, alpha, g1, g2, exp_elog_theta, acc) < tol or sweeps == max_iter:
+            break
+        rr = 0.0
+        vv = 0.0
+        for k in range(K):
+            r = g1[k] - g0[k]
+            v = g2[k] - g1[k] - r
+            rr += r * r
+            vv += v * v
+        step = -1.0
+        if vv > 0.0:
+            step = min(-np.sqrt(rr / vv), -1.0)
+        for k in range(K):
+            r = g1[k] - g0[k]
+            v = g2[k] - g1[k] - r
+            g0[k] = max(g0[k] - 2.0 * step * r + step * step * v, alpha[k])
+    for k in range(K):
+        gamma[k] = result[k]
+    exp_dirichlet_expectation(gamma, exp_elog_theta)
     # token weights consistent with the final exp(E[log theta]) (used for the statistics)
-    for j in range(n):
+    for j in range(ids.shape[0]):
         token_weight[j] = counts[j] / (dot(exp_elog_theta, topics[ids[j]]) + NORM_FLOOR)
     return sweeps
 
 
 @njit(parallel=True, cache=True)
-def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, n_chunks,
+def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, accelerate, n_chunks,
                 gamma, exp_elog_theta, token_weight, sweeps, chunk_thread):
     """E-step for every document of a CSR minibatch, parallel over fixed chunks of documents.
 
@@ -83,14 +124,13 @@ def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, n_chunks,
     K = topics.shape[1]
     for c in prange(n_chunks):
         chunk_thread[c] = get_thread_id()
-        acc = np.empty(K)
-        last = np.empty(K)
+        scratch = np.empty((4, K))
         for d in range(c * D // n_chunks, (c + 1) * D // n_chunks):
             lo = indptr[d]
             hi = indptr[d + 1]
-            sweeps[d] = estep_document(indices[lo:hi], counts[lo:hi], topics, alpha,
-                                       max_iter, tol, gamma[d], exp_elog_theta[d],
-                                       token_weight[lo:hi], acc, last)
+            sweeps[d] = estep_document(indices[lo:hi], counts[lo:hi], topics, alpha, max_iter, tol,
+                                       accelerate, gamma[d], exp_elog_theta[d], token_weight[lo:hi],
+                                       scratch)
 
 
 @njit(parallel=True, cache=True)
