@@ -127,3 +127,26 @@ def test_prepare_text_with_heldout_and_fixed_vocabulary(tmp_path):
     n = Corpus(tmp_path / "n")
     block = n.rows([0])
     assert n.ids() == ["1"] and block.indices.tolist() == [0] and block.counts.tolist() == [2.0]
+
+
+def test_synthetic_corpus_follows_the_topics(tmp_path):
+    from topicscale.corpus.synth import synthesize
+    rng = np.random.default_rng(0)
+    beta = np.zeros((2, 6))
+    beta[0, :3] = [0.5, 0.3, 0.2]
+    beta[1, 3:] = [0.6, 0.2, 0.2]
+    vocab = [f"w{i}" for i in range(6)]
+    s = synthesize(beta, vocab, tmp_path / "s", 3000, 20.0, alpha=0.01, seed=4)
+    c = Corpus(tmp_path / "s")
+    assert s["documents"] == c.n_docs == 3000 and c.vocab == vocab
+    block = c.rows(np.arange(3000))
+    lengths = np.add.reduceat(block.counts, block.indptr[:-1])
+    assert abs(lengths.mean() - 20) < 0.5
+    # alpha = 0.01: nearly every document draws from one topic, so its words stay on one side
+    sides = [set(block.indices[a:b] // 3) for a, b in zip(block.indptr[:-1], block.indptr[1:])]
+    assert np.mean([len(x) == 1 for x in sides]) > 0.95
+    freq = np.bincount(block.indices, weights=block.counts, minlength=6)
+    assert np.allclose(freq[:3] / freq[:3].sum(), beta[0, :3], atol=0.02)
+    # a seed gives one corpus
+    synthesize(beta, vocab, tmp_path / "t", 3000, 20.0, alpha=0.01, seed=4)
+    assert np.array_equal(Corpus(tmp_path / "t").rows(np.arange(3000)).indices, block.indices)

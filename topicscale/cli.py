@@ -141,6 +141,38 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
     _emit(as_json, summary, lines)
 
 
+# -------------------------------------------------------------------------------------- synth
+@cli.command()
+@click.argument("model", type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Corpus folder to write.")
+@click.option("-n", "--documents", type=click.IntRange(1), required=True, help="Documents to draw.")
+@click.option("--doc-length", type=click.FloatRange(1), default=100.0, show_default=True,
+              help="Mean document length (Poisson).")
+@click.option("--alpha", type=click.FloatRange(0, min_open=True), default=0.1, show_default=True,
+              help="Dirichlet prior of the documents' topic proportions.")
+@click.option("--heldout", type=click.IntRange(0), default=0, help="Also draw this many documents into OUTPUT-heldout.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def synth(model, output, documents, doc_length, alpha, heldout, seed, as_json, quiet):
+    """Draw a synthetic corpus from LDA with MODEL's topics (E[beta]) and stream it to shards.
+
+    Topics fitted on a real corpus keep word statistics realistic: a way to make corpora of
+    any size for scaling tests.
+    """
+    from .corpus.synth import synthesize
+    from .models import load_model
+    m = load_model(model)
+    beta = m.expected_beta().T
+    summary = synthesize(beta, m.vocab, output, documents, doc_length, alpha, seed=seed,
+                         progress=_show_progress(quiet))
+    if heldout:
+        summary["heldout"] = synthesize(beta, m.vocab, output.rstrip("/") + "-heldout", heldout, doc_length,
+                                        alpha, seed=seed + 1)["output"]
+    _emit(as_json, summary, [f"wrote {summary['output']}: {summary['documents']} documents drawn from "
+                             f"{summary['topics']} topics"])
+
+
 # --------------------------------------------------------------------------------------- info
 @cli.command()
 @click.argument("path", type=click.Path(exists=True))

@@ -75,6 +75,12 @@ class CorpusWriter:
         if len(self._buf_len) >= self.shard_docs:
             self._flush()
 
+    def add_block(self, doc_ids, indptr, indices, counts):
+        """Append a CSR block of non-empty documents (same rules as `add`)."""
+        for i, doc_id in enumerate(doc_ids):
+            a, b = indptr[i], indptr[i + 1]
+            self.add(doc_id, indices[a:b], counts[a:b])
+
     def _flush(self):
         if not self._buf_len:
             return
