@@ -252,7 +252,8 @@ def _load_config(ctx, param, value):
 @click.option("--checkpoint-interval", type=click.FloatRange(0), default=300.0, show_default=True,
               help="Seconds between checkpoints (0: only by --checkpoint-every).")
 @click.option("--resume", type=click.Path(exists=True, file_okay=False),
-              help="Continue the interrupted run in this model folder (needs no CORPUS).")
+              help="Continue the interrupted run in this model folder (needs no CORPUS; its settings "
+                   "come from the checkpoint, --threads may differ).")
 @click.option("--init", "init_model", type=click.Path(exists=True, file_okay=False),
               help="Continue training this model (same vocabulary; step counter carried on).")
 @click.option("--force", is_flag=True, help="Replace an existing model or unfinished run in OUTPUT.")
@@ -276,13 +277,11 @@ def fit(ctx, corpus, output, resume, as_json, quiet, **options):
     else:
         if not corpus or not output:
             raise click.UsageError("CORPUS and -o OUTPUT are required (or --resume MODEL)")
-        absolute = {k: options[k] and str(Path(options[k]).resolve()) for k in ("heldout", "init_model")}
-        config = dict(options, **absolute, corpus=str(Path(corpus).resolve()), output=output,
-                      threads=_set_threads(options["threads"]),
-                      local=options.pop("local_step") or _default_local(options["model"], options["algorithm"]),
-                      checkpoint_seconds=options.pop("checkpoint_interval"))
-        config.pop("local_step", None)
-        config.pop("checkpoint_interval", None)
+        local = options.pop("local_step") or _default_local(options["model"], options["algorithm"])
+        seconds = options.pop("checkpoint_interval")
+        paths = {k: options[k] and str(Path(options[k]).resolve()) for k in ("heldout", "init_model")}
+        config = dict(options, **paths, corpus=str(Path(corpus).resolve()), output=output, local=local,
+                      checkpoint_seconds=seconds, threads=_set_threads(options["threads"]))
     say = lambda msg: click.echo(msg, err=True)
     summary, signum = run_fit(config, resume=bool(resume), progress=_show_progress(quiet), say=say)
     out = resume or output
