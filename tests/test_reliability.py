@@ -207,3 +207,30 @@ def test_non_finite_state_stops_with_a_clear_error(planted, tmp_path, monkeypatc
     with np.load(out / "checkpoint.npz") as z:
         assert np.all(np.isfinite(z["lambda"]))
         assert json.loads(z["meta"].tobytes())["step"] == 2
+
+
+def test_second_signal_aborts_at_once_without_writing(planted, tmp_path, monkeypatch):
+    """The first signal asks for a clean stop; a second one raises KeyboardInterrupt, and the
+    run exits 130 without writing a model (the lock is released)."""
+    from topicscale.inference.svi import SVI
+    from topicscale.runs import StopOnSignal
+    messages = []
+    stop = StopOnSignal(messages.append)
+    stop._handle(signal.SIGINT, None)
+    assert stop() and "stopping after this minibatch" in messages[0]
+    with pytest.raises(KeyboardInterrupt):
+        stop._handle(signal.SIGINT, None)
+
+    _, corpus, _ = planted
+    real = SVI.step
+
+    def interrupted(self, batch):
+        if self.model.step == 5:
+            raise KeyboardInterrupt        # what the second signal's handler does mid-run
+        return real(self, batch)
+
+    monkeypatch.setattr(SVI, "step", interrupted)
+    out = tmp_path / "model"
+    r = CliRunner().invoke(cli, ["fit", str(corpus.path), "-k", "4", "--batch-size", "50", "-o", str(out)])
+    assert r.exit_code == 130 and "interrupted" in r.output
+    assert not (out / "model.npz").exists() and not (out / ".lock").exists()
