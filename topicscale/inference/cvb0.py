@@ -10,7 +10,8 @@ import numpy as np
 from ..kernels import cvb0 as kernel
 from ..stats import SufficientStats
 from .entries import (BLOCK_FLOATS, add_word_statistics, batch_words, check_topics_rows,
-                      document_blocks, exp_dirichlet_expectations, n_chunks_for, sub_block)
+                      document_blocks, exp_dirichlet_expectations, local_prior, n_chunks_for,
+                      sub_block)
 from .local import LocalResult
 
 
@@ -74,12 +75,13 @@ class CVB0:
         K = model.n_topics
         topics = (self.estep_topics(model, words) if topics is None
                   else check_topics_rows(topics, words.shape[0], K))
+        prior = local_prior(model)
         word_topic = np.zeros((words.shape[0], K))
         gammas, passes, threads = [], [], 0
         for d0, d1 in document_blocks(batch.indptr, K, self.block_floats):
             ptr, idx, cnt = sub_block(batch.indptr, local, batch.counts, d0, d1)
             entry_gamma = np.empty((idx.shape[0], K))
-            g, s, t = self._run(ptr, idx, cnt, topics, model.alpha, entry_gamma)
+            g, s, t = self._run(ptr, idx, cnt, topics, prior, entry_gamma)
             add_word_statistics(idx, entry_gamma, word_topic)
             gammas.append(g)
             passes.append(s)

@@ -90,3 +90,9 @@ def check_topics_rows(topics, n_words, n_topics):
         raise ValueError(f"topics for the minibatch must be {n_words} x {n_topics} "
                          f"(one row per distinct word, ascending), got {topics.shape}")
     return topics
+
+
+def local_prior(model):
+    """The document-level Dirichlet prior of the local step (LDA: alpha)."""
+    prior = model.local_prior() if hasattr(model, "local_prior") else model.alpha
+    return np.ascontiguousarray(prior, dtype=np.float64)

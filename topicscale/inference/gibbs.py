@@ -12,8 +12,8 @@ import numpy as np
 from ..kernels import gibbs as kernel
 from ..stats import SufficientStats
 from .entries import (BLOCK_FLOATS, add_word_statistics, batch_words, check_topics_rows,
-                      document_blocks, document_seeds, exp_dirichlet_expectations, n_chunks_for,
-                      step_seed, sub_block)
+                      document_blocks, document_seeds, exp_dirichlet_expectations, local_prior,
+                      n_chunks_for, step_seed, sub_block)
 from .local import LocalResult
 
 
@@ -21,8 +21,8 @@ class Gibbs:
     """`sweeps` Gibbs sweeps per document (the first initialises z), the first `burn_in`
     discarded, document-topic counts averaged over the rest (defaults 5 and 2).
 
-    Without `topics`, statistics() samples given exp(E[log beta]) as Mimno et al. (2012) do;
-    SSMF-A passes a sampled beta instead. Counts must be whole numbers (tokens are sampled).
+    Without `topics`, statistics() samples given the model's estep_topics (LDA: exp(E[log beta]),
+    as Mimno et al. 2012 do); SSMF-A passes a sampled beta instead. Counts must be whole numbers (tokens are sampled).
     `seed` seeds fit() and, mixed with the model's step, statistics() when the global step
     passes no seed. max_iter and tol are accepted for the common local-step contract and not
     used. LocalResult: gamma = alpha + averaged counts; exp_elog_theta under Dir(gamma);
@@ -42,8 +42,8 @@ class Gibbs:
         self.block_floats = int(block_floats)
 
     def estep_topics(self, model, words=None):
-        """exp(E[log beta]) rows (V' x K): the topics Gibbs samples against by default."""
-        return model.exp_elog_beta(words)
+        """The model's own local-step topics (LDA: exp(E[log beta])), rows V' x K."""
+        return model.estep_topics(words)
 
     def run(self, indptr, indices, counts, topics, alpha, seeds, want_entries=False, want_z=False):
         """Kernel call: (gamma, entry_topic or None, z or None, threads used)."""
@@ -79,6 +79,10 @@ class Gibbs:
         gamma, _, _, threads = self.run(indptr, indices, counts, topics, alpha, seeds)
         return self._result(gamma, threads)
 
+    def minibatch_seed(self, model):
+        """The seed statistics() uses when the global step passes none: (seed, model.step)."""
+        return step_seed(self.seed, model.step)
+
     def statistics(self, batch, model, topics=None, seed=None):
         """Gibbs on a minibatch (Rows) and its averaged topic-word counts per word.
 
@@ -90,13 +94,14 @@ class Gibbs:
         topics = (self.estep_topics(model, words) if topics is None
                   else check_topics_rows(topics, words.shape[0], K))
         if seed is None:
-            seed = step_seed(self.seed, model.step)
+            seed = self.minibatch_seed(model)
         seeds = document_seeds(seed, batch.rows)
+        prior = local_prior(model)
         word_topic = np.zeros((words.shape[0], K))
         gammas, threads = [], 0
         for d0, d1 in document_blocks(batch.indptr, K, self.block_floats):
             ptr, idx, cnt = sub_block(batch.indptr, local, batch.counts, d0, d1)
-            g, entry_topic, _, t = self.run(ptr, idx, cnt, topics, model.alpha, seeds[d0:d1],
+            g, entry_topic, _, t = self.run(ptr, idx, cnt, topics, prior, seeds[d0:d1],
                                             want_entries=True)
             add_word_statistics(idx, entry_topic, word_topic)
             gammas.append(g)

@@ -39,6 +39,8 @@ def sample_topic_rows(lam, words, rng, colsum=None):
 
     Returns (log_beta, rows) where rows = exp(log_beta - rowmax), each row's maximum 1.
     """
+    if words.shape[0] == 0:
+        return np.empty((0, lam.shape[1])), np.empty((0, lam.shape[1]))
     lam_rows = lam[words]
     colsum = lam.sum(axis=0) if colsum is None else colsum
     if words.shape[0] == lam.shape[0]:
@@ -57,17 +59,21 @@ def sample_topic_rows(lam, words, rng, colsum=None):
 
 
 class _SampledTopics:
-    """Stands in for the model inside a local step that takes no `topics` (e.g. MeanField):
-    exp_elog_beta(words) returns the sampled rows instead of exp(E[log beta])."""
+    """Stands in for the model inside a local step whose statistics() takes no `topics` (e.g.
+    MeanField): estep_topics(words) returns the sampled rows; everything else is the model's."""
 
     def __init__(self, model, words, rows):
         self._model, self._words, self._rows = model, words, rows
-        self.alpha, self.n_topics, self.eta = model.alpha, model.n_topics, model.eta
 
-    def exp_elog_beta(self, words=None):
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def estep_topics(self, words=None):
         if words is None or not np.array_equal(words, self._words):
             raise ValueError("sampled topics exist only for the minibatch's words")
         return self._rows
+
+    exp_elog_beta = estep_topics
 
 
 def _accepts(method, name):
@@ -93,8 +99,6 @@ class SSMFA:
         self.kappa = float(kappa)
         self.ramp = bool(ramp)
         self.seed = int(seed)
-        self._takes_topics = _accepts(local.statistics, "topics")
-        self._takes_seed = _accepts(local.statistics, "seed")
         self.last_rho = self.last_n = None
 
     def step(self, batch):
@@ -103,8 +107,8 @@ class SSMFA:
         words = np.unique(batch.indices).astype(np.int64)
         _, rows = sample_topic_rows(m.lam, words, rng)
         local_seed = int(rng.integers(0, 2 ** 63))
-        kwargs = {"seed": local_seed} if self._takes_seed else {}
-        if self._takes_topics:
+        kwargs = {"seed": local_seed} if _accepts(self.local.statistics, "seed") else {}
+        if _accepts(self.local.statistics, "topics"):
             stats, result = self.local.statistics(batch, m, topics=rows, **kwargs)
         else:
             stats, result = self.local.statistics(batch, _SampledTopics(m, words, rows), **kwargs)

@@ -9,9 +9,11 @@ For token i of document d (word w_i), with n_dk^{-i} the document's other tokens
 topics is any per-word scaling of beta (a sampled beta, E[beta] or exp(E[log beta])): each row
 may be scaled by a positive constant without changing the conditional.
 
-Sweeps: sweep 0 initialises z token by token from the conditional given the tokens already
-placed (so no random start is needed); sweeps 1 .. sweeps-1 resample every token in turn. The
-first `burn_in` sweeps are discarded; the document-topic counts n_d and the per-entry topic
+Sweeps: sweep 0 initialises z by drawing each token independently from its conditional with
+no other token placed, p(z_i = k) proportional to alpha_k topics[w_i, k] (a sequential start,
+conditioning on the tokens already placed, snowballed documents into one topic and recovered
+planted topics worse); sweeps 1 .. sweeps-1 resample every token in turn. The first `burn_in`
+sweeps are discarded; the document-topic counts n_d and the per-entry topic
 histograms of the remaining sweeps are averaged (Mimno et al. 2012, sec. 3).
 Tokens are the CSR entries expanded by their (integer) counts, in entry order, into per-chunk
 scratch.
@@ -75,14 +77,15 @@ def gibbs_document(ids, counts, topics, alpha, sweeps, burn_in, seed, gamma, ent
             if sweep > 0:
                 n_dk[z[i]] -= 1.0
             row = topics[ids[entry[i]]]
+            placed = 1.0 if sweep > 0 else 0.0
             total = 0.0
             for k in range(K):
-                prob[k] = (n_dk[k] + alpha[k]) * row[k]
+                prob[k] = (placed * n_dk[k] + alpha[k]) * row[k]
                 total += prob[k]
             if not (total > 0.0 and total < np.inf):     # row without usable mass: prior only
                 total = 0.0
                 for k in range(K):
-                    prob[k] = n_dk[k] + alpha[k]
+                    prob[k] = placed * n_dk[k] + alpha[k]
                     total += prob[k]
             state, bits = splitmix64(state)
             target = float(bits >> np.uint64(11)) * TWO_M53 * total

@@ -1,0 +1,85 @@
+"""CVB0 local step (SCVB0 eqs. 5, 6, 9): kernel against tests/reference.py, statistics, blocks."""
+import numba
+import numpy as np
+import pytest
+
+import reference
+from test_kernels import random_csr
+from topicscale.corpus.shards import Rows
+from topicscale.inference.cvb0 import CVB0
+from topicscale.models.lda import LDAModel
+
+
+@pytest.mark.parametrize("K, burn_in", [(1, 1), (3, 0), (16, 1), (7, 3)])
+def test_cvb0_kernel_matches_reference(K, burn_in):
+    rng = np.random.default_rng(K + 10 * burn_in)
+    V = 40
+    indptr, indices, counts = random_csr(rng, 25, V)
+    topics = rng.gamma(0.5, 1.0, size=(V, K))
+    alpha = rng.uniform(0.05, 0.5, size=K)
+    local = CVB0(burn_in=burn_in, theta_s=1.0, theta_tau=10.0, theta_kappa=0.9)
+    result = local.fit(indptr, indices, counts, topics, alpha)
+    assert np.all(result.sweeps == burn_in + 1)
+    for d in range(25):
+        a, b = indptr[d], indptr[d + 1]
+        gamma, _ = reference.cvb0_document(indices[a:b], counts[a:b], topics, alpha, burn_in=burn_in)
+        assert np.allclose(result.gamma[d], gamma, rtol=1e-8, atol=1e-10)
+        # eq. 9 is a convex combination: N_theta keeps summing to the document's length
+        assert np.isclose((result.gamma[d] - alpha).sum(), counts[a:b].sum(), rtol=1e-12)
+
+
+def test_cvb0_statistics_match_reference_and_blocks_do_not_matter():
+    rng = np.random.default_rng(5)
+    V, K = 60, 8
+    indptr, indices, counts = random_csr(rng, 40, V)
+    model = LDAModel.initial([f"w{i}" for i in range(V)], K, 0.2, 0.01, rng)
+    model.lam = rng.gamma(0.3, 5.0, size=(V, K)) + 0.01         # uneven topics
+    batch = Rows(np.arange(40), indptr, indices, counts)
+    stats, result = CVB0().statistics(batch, model)
+    ref_stats, ref_gamma = reference.cvb0_statistics(indptr, indices, counts, model.expected_beta(),
+                                                     model.alpha, V)
+    assert np.array_equal(stats.words, np.unique(indices))
+    assert np.allclose(stats.word_topic, ref_stats[stats.words], rtol=1e-8, atol=1e-12)
+    assert np.allclose(result.gamma, ref_gamma, rtol=1e-8)
+    assert np.isclose(stats.word_topic.sum(), counts.sum())
+    assert (stats.n_docs, stats.n_tokens) == (40, counts.sum())
+    # tiny blocks of per-entry vectors: same statistics (different summation grouping only)
+    small, small_result = CVB0(block_floats=3 * K).statistics(batch, model)
+    assert np.allclose(small.word_topic, stats.word_topic, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(small_result.gamma, result.gamma)
+
+
+def test_cvb0_topics_override_and_estep_topics():
+    rng = np.random.default_rng(1)
+    V, K = 30, 4
+    indptr, indices, counts = random_csr(rng, 10, V)
+    model = LDAModel.initial([f"w{i}" for i in range(V)], K, 0.1, 0.01, rng)
+    local = CVB0()
+    assert np.allclose(local.estep_topics(model), model.expected_beta())
+    words = np.unique(indices)
+    rows = rng.gamma(1.0, 1.0, size=(words.shape[0], K))
+    batch = Rows(np.arange(10), indptr, indices, counts)
+    stats, _ = local.statistics(batch, model, topics=rows)
+    ref_stats, _ = reference.cvb0_statistics(indptr, np.searchsorted(words, indices), counts, rows,
+                                             model.alpha, words.shape[0])
+    assert np.allclose(stats.word_topic, ref_stats, rtol=1e-8, atol=1e-12)
+    with pytest.raises(ValueError):
+        local.statistics(batch, model, topics=rows[:-1])
+
+
+def test_cvb0_same_result_with_one_and_two_threads():
+    rng = np.random.default_rng(9)
+    V, K = 80, 6
+    indptr, indices, counts = random_csr(rng, 64, V)
+    model = LDAModel.initial([f"w{i}" for i in range(V)], K, 0.1, 0.01, rng)
+    batch = Rows(np.arange(64), indptr, indices, counts)
+    out = []
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            out.append(CVB0().statistics(batch, model))
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    (s1, r1), (s2, r2) = out
+    assert r1.threads_used == 1 and r2.threads_used == 2
+    assert np.array_equal(s1.word_topic, s2.word_topic) and np.array_equal(r1.gamma, r2.gamma)
