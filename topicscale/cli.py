@@ -220,15 +220,15 @@ def _load_config(ctx, param, value):
               show_default=True, help="Global step.")
 @click.option("--local", "local_step", type=click.Choice(registry.names(registry.LOCAL_STEPS)),
               help="Local (per-document) step [default: the algorithm's own].")
-@click.option("--batch-size", type=click.IntRange(1), default=500, show_default=True,
-              help="Documents per minibatch (S).")
-@click.option("--kappa", type=click.FloatRange(0.5, 1.0), default=0.7, show_default=True,
-              help="Forgetting rate: rho_t = (tau + t)^-kappa.")
-@click.option("--tau", type=click.FloatRange(0), default=64.0, show_default=True,
-              help="Delay: down-weights the first minibatches.")
-@click.option("--alpha", type=click.FloatRange(0, min_open=True), help="Topic-proportion prior [default: 1/K].")
-@click.option("--eta", type=click.FloatRange(0, min_open=True), default=0.01, show_default=True,
-              help="Topic Dirichlet prior.")
+@click.option("--batch-size", type=click.IntRange(1),
+              help="Documents per minibatch S [default: 500, or the algorithm's paper's].")
+@click.option("--kappa", type=click.FloatRange(0.5, 1.0),
+              help="Forgetting rate: rho_t = (tau + t)^-kappa [default: 0.7, or the algorithm's].")
+@click.option("--tau", type=click.FloatRange(0),
+              help="Delay: down-weights the first minibatches [default: 64, or the algorithm's].")
+@click.option("--alpha", type=click.FloatRange(0, min_open=True),
+              help="Topic-proportion prior [default: 1/K, or the algorithm's].")
+@click.option("--eta", type=click.FloatRange(0, min_open=True), help="Topic Dirichlet prior [default: 0.01].")
 @click.option("--passes", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
               help="Passes over the corpus (fractions allowed).")
 @click.option("--max-docs", type=click.IntRange(0), default=0, help="Stop after this many documents (0: no limit).")

@@ -26,6 +26,8 @@ from .models import MODEL_TYPES, load_model, store
 from .train import RunLimits, RunState, train
 
 CHECKPOINT_FILE = "checkpoint.npz"
+# defaults of fit options that algorithms may override with their papers' settings (DEFAULTS)
+FIT_DEFAULTS = {"batch_size": 500, "kappa": 0.7, "tau": 64.0, "eta": 0.01}
 # fit settings that describe one run rather than the model (not saved in the model's settings)
 RUN_ONLY = {"output", "threads", "force", "init_model", "heldout", "eval_every", "checkpoint_every",
             "checkpoint_seconds", "passes", "max_docs", "time_limit", "n_topics", "alpha", "eta"}
@@ -129,6 +131,13 @@ def _check_output(output, force, init_model):
                               f"or --init {output} to continue training it")
 
 
+def with_defaults(config):
+    """Fill options left unset: the algorithm's DEFAULTS (its paper's settings), then FIT_DEFAULTS."""
+    algorithm = registry.lookup(registry.ALGORITHMS, config["model"], config["algorithm"], "algorithm")
+    defaults = {**FIT_DEFAULTS, **getattr(algorithm, "DEFAULTS", {})}
+    return {**config, **{k: v for k, v in defaults.items() if config.get(k) is None}}
+
+
 def _new_model(config, corpus):
     if config["init_model"]:
         from .evaluate import check_vocabulary
@@ -151,10 +160,11 @@ def run_fit(config, resume=False, progress=False, say=print):
                                   "or killed before it started?)")
     else:
         _check_output(output, config["force"], config["init_model"])
+        config = with_defaults(config)
     output.mkdir(parents=True, exist_ok=True)
     with OutputLock(output):
         if resume:
-            model, saved, state, log_bytes = _load_checkpoint(output)
+            model, saved, state, algo_state, log_bytes = _load_checkpoint(output)
             saved["threads"] = config["threads"]
             config = saved
             say(f"resuming {output} at epoch {state.epoch}, minibatch {state.batch} "
@@ -162,7 +172,7 @@ def run_fit(config, resume=False, progress=False, say=print):
             with open(output / RUN_LOG, "r+b") as fh:
                 fh.truncate(log_bytes)
         else:
-            model = None
+            model, algo_state = None, None
             state = RunState()
             (output / RUN_LOG).write_text("")
         corpus = Corpus(config["corpus"])
@@ -171,10 +181,11 @@ def run_fit(config, resume=False, progress=False, say=print):
             model = _new_model(config, corpus)
             model.settings.pop("partial", None)
             model.settings.update({k: v for k, v in config.items() if k not in RUN_ONLY})
-        return _run(model, config, corpus, heldout, state, output, progress, say, fresh=not resume)
+        return _run(model, config, corpus, heldout, state, algo_state, output, progress, say,
+                    fresh=not resume)
 
 
-def _run(model, config, corpus, heldout, state, output, progress, say, fresh):
+def _run(model, config, corpus, heldout, state, algo_state, output, progress, say, fresh):
     from .evaluate import check_vocabulary, evaluate_model
     if heldout is not None:
         check_vocabulary(model.vocab, heldout)
@@ -182,7 +193,10 @@ def _run(model, config, corpus, heldout, state, output, progress, say, fresh):
         raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}")
     local = registry.local_step_for(model)
     algorithm = registry.lookup(registry.ALGORITHMS, model.kind, config["algorithm"], "algorithm")
-    algo = registry.build(algorithm, model, local, corpus.n_docs, settings=config)
+    algo = registry.build(algorithm, model, local, corpus.n_docs,
+                          settings={**config, "corpus_tokens": corpus.n_tokens})
+    if algo_state:
+        algo.restore_state(algo_state)
     limits = RunLimits(**{k: config[k] for k in RunLimits.__dataclass_fields__})
     evaluate = (lambda m: evaluate_model(m, heldout, local=local)) if heldout else None
     log = open(output / RUN_LOG, "a", encoding="utf-8")
@@ -193,7 +207,7 @@ def _run(model, config, corpus, heldout, state, output, progress, say, fresh):
     def checkpoint(s):
         log.flush()
         os.fsync(log.fileno())
-        _save_checkpoint(output, model, config, s, log.tell())
+        _save_checkpoint(output, model, algo, config, s, log.tell())
 
     try:
         if fresh:
@@ -231,19 +245,22 @@ def _finish_metrics(output, append):
     (output / CHECKPOINT_FILE).unlink(missing_ok=True)
 
 
-def _save_checkpoint(output, model, config, state, log_bytes):
-    meta = {"model": model.kind, "eta": model.eta, "step": model.step, "docs_seen": model.docs_seen,
-            "settings": model.settings, "run": {"config": config, "state": state.as_dict(),
-                                                "log_bytes": log_bytes}}
-    store.save(output, meta, {"lambda": model.lam, "alpha": model.alpha}, model.vocab,
-               filename=CHECKPOINT_FILE)
+def _save_checkpoint(output, model, algo, config, state, log_bytes):
+    """The model's own file contents, plus the run (configuration, RunState, log length) and any
+    state the algorithm keeps between minibatches (`checkpoint_state`)."""
+    meta, arrays = model.stored()
+    meta["run"] = {"config": config, "state": state.as_dict(), "log_bytes": log_bytes}
+    algo_state = algo.checkpoint_state() if hasattr(algo, "checkpoint_state") else {}
+    arrays.update({f"algorithm.{k}": v for k, v in algo_state.items()})
+    store.save(output, meta, arrays, model.vocab, filename=CHECKPOINT_FILE)
 
 
 def _load_checkpoint(output):
     meta, arrays, vocab = store.load(output, filename=CHECKPOINT_FILE)
+    algo_state = {k.split(".", 1)[1]: arrays.pop(k) for k in list(arrays) if k.startswith("algorithm.")}
     model = MODEL_TYPES[meta["model"]].from_stored(meta, arrays, vocab)
     run = meta["run"]
-    return model, run["config"], RunState(**run["state"]), run["log_bytes"]
+    return model, run["config"], RunState(**run["state"]), algo_state, run["log_bytes"]
 
 
 # ------------------------------------------------------------------------------ infer

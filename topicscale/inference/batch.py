@@ -7,10 +7,8 @@ statistics are summed, and when the epoch's documents (corpus_docs of them) have
 
     lambda <- eta + sum over all documents d of sum_n c_dn phi_dn      (SVI paper, eq. 35 with S = D)
 
-model.step counts these updates (epochs). The partial sum of an unfinished epoch lives in
-this object only: a run stopped (or checkpointed) mid-epoch keeps the lambda of the last
-completed epoch, and a run resumed mid-epoch makes its first update after corpus_docs more
-documents.
+model.step counts these updates (epochs). The partial sum of an unfinished epoch is part of a
+checkpoint (`checkpoint_state`), so a run resumed mid-epoch finishes the same epoch.
 """
 import numpy as np
 
@@ -30,6 +28,16 @@ class BatchVB:
         self._sum = None
         self._docs = 0
         self._tokens = 0.0
+
+    def checkpoint_state(self):
+        """The unfinished epoch's partial sum, for checkpoints."""
+        total = self._sum if self._sum is not None else np.zeros_like(self.model.lam)
+        return {"sum": total, "docs": np.array([self._docs]), "tokens": np.array([self._tokens])}
+
+    def restore_state(self, state):
+        self._sum = state["sum"].copy()
+        self._docs = int(state["docs"][0])
+        self._tokens = float(state["tokens"][0])
 
     def step(self, batch):
         """Local step with the current lambda; fold the statistics into the epoch's sum and

@@ -87,11 +87,15 @@ class LDAModel:
         total = mass.sum()
         return mass / total if total > 0 else np.full(self.n_topics, 1.0 / self.n_topics)
 
-    def save(self, path):
+    def stored(self):
+        """(metadata, arrays) as written to the model file (checkpoints add to them)."""
         meta = {"model": self.kind, "n_topics": self.n_topics, "n_words": self.n_words,
                 "eta": self.eta, "step": self.step, "docs_seen": self.docs_seen,
                 "settings": self.settings}
-        store.save(path, meta, {"lambda": self.lam, "alpha": self.alpha}, self.vocab)
+        return meta, {"lambda": self.lam, "alpha": self.alpha}
+
+    def save(self, path):
+        store.save(path, *self.stored(), self.vocab)
 
     @classmethod
     def from_stored(cls, meta, arrays, vocab):
