@@ -87,8 +87,8 @@ def evaluate_model(model, heldout, local=None, seed=0):
     with) and E[beta]."""
     check_vocabulary(model.vocab, heldout)
     local = local or registry.local_step_for(model)
-    return document_completion(heldout, model.estep_topics(), model.expected_beta(), model.local_prior(),
-                               local=local, seed=seed)
+    return document_completion(heldout, registry.local_topics(local, model), model.expected_beta(),
+                               model.local_prior(), local=local, seed=seed)
 
 
 def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3, accelerate=False):

@@ -7,7 +7,8 @@ The contracts (see models/lda.py, inference/local.py and inference/svi.py for LD
   `estep_topics(words=None)` (what its local steps take as topics), `local_prior()`,
   `expected_beta()` (V x K E[beta]), `topic_weights()`, `display_order(show_all)`, `describe()`.
 - a local step: `fit(indptr, indices, counts, topics, prior) -> result with .theta (D x K)`,
-  `statistics(batch, model) -> (SufficientStats, result)`.
+  `statistics(batch, model) -> (SufficientStats, result)`, and optionally
+  `estep_topics(model, words=None)` when it needs other topics than the model's default.
 - a global step: `__init__(model, local, corpus_docs, **options)`, `step(batch) -> metrics`.
 Constructors receive the fit settings whose names match their keyword arguments (`build`).
 """
@@ -64,3 +65,8 @@ def local_step_for(model):
     algorithm = s.get("algorithm", "svi")
     name = s.get("local") or DEFAULT_LOCAL[(model.kind, algorithm)]
     return build(lookup(LOCAL_STEPS, model.kind, name, "local"), settings=s)
+
+
+def local_topics(local, model):
+    """The topics (V x K) `local` runs on: its own choice, else the model's estep_topics()."""
+    return local.estep_topics(model) if hasattr(local, "estep_topics") else model.estep_topics()

@@ -279,7 +279,7 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False):
 def _infer_corpus(model, local, corpus, output):
     from .evaluate import check_vocabulary
     check_vocabulary(model.vocab, corpus)
-    topics, prior = model.estep_topics(), model.local_prior()
+    topics, prior = registry.local_topics(local, model), model.local_prior()
     parts = [local.fit(block.indptr, block.indices, block.counts, topics, prior).theta
              for block in corpus.blocks()]
     theta = np.concatenate(parts) if parts else np.zeros((0, model.n_topics))
