@@ -198,3 +198,18 @@ def test_not_a_model_or_corpus(tmp_path):
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "model.npz").write_bytes(b"PK\x03\x04garbage")
     assert_user_error(run("info", tmp_path / "broken", ok=False), "corrupted model file")
+
+
+def test_inference_matrix_refuses_combinations_it_does_not_accept(sotu, tmp_path):
+    root, _ = sotu
+    r = run("fit", root / "corpus", "--algorithm", "scvb0", "--local", "meanfield", "-o", tmp_path / "m", ok=False)
+    assert_user_error(r, "--local meanfield does not go with --algorithm scvb0", "accepted: cvb0")
+    r = run("fit", root / "corpus", "--algorithm", "batch", "--local", "gibbs", "-o", tmp_path / "m", ok=False)
+    assert_user_error(r, "accepted: meanfield")
+    run("fit", root / "corpus", "--algorithm", "svi", "--local", "cvb0", "-k", "3", "--max-docs", "300",
+        "-o", tmp_path / "ok")
+    assert json.loads(run("info", tmp_path / "ok", "--json").output)["local"] == "cvb0"
+    # the algorithm's paper settings apply where no option is given (SCVB0: S=100, alpha=0.1)
+    run("fit", root / "corpus", "--algorithm", "scvb0", "-k", "3", "--max-docs", "300", "-o", tmp_path / "s")
+    info = json.loads(run("info", tmp_path / "s", "--json").output)
+    assert info["batch_size"] == 100 and info["alpha"] == pytest.approx(0.1) and info["tau"] == 1000

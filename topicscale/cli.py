@@ -2,6 +2,7 @@
 
 User errors print one line `topicscale: error: ...` and exit with status 2.
 """
+import inspect
 import json
 import os
 import sys
@@ -207,6 +208,15 @@ def _load_config(ctx, param, value):
     return value
 
 
+def _matrix_help():
+    """The accepted model x algorithm x local-step combinations, for `fit --help`."""
+    lines = []
+    for (model, algorithm), default in sorted(registry.DEFAULT_LOCAL.items()):
+        others = registry.OTHER_LOCALS.get((model, algorithm), ())
+        lines.append(f"  --model {model} --algorithm {algorithm:<7} --local {' | '.join((default,) + others)}")
+    return "\n".join(lines)
+
+
 @cli.command()
 @click.argument("corpus", required=False, type=click.Path(exists=True, file_okay=False))
 @click.option("-o", "--output", type=click.Path(file_okay=False), help="Model folder to write.")
@@ -268,6 +278,10 @@ def fit(ctx, corpus, output, resume, as_json, quiet, **options):
     Per-minibatch metrics go to OUTPUT/metrics.jsonl. Checkpoints are written atomically;
     Ctrl-C (or SIGTERM) stops after the current minibatch with a partial model that
     `--resume` continues (exit status 130 / 143); a second Ctrl-C aborts at once.
+
+    \b
+    Accepted combinations (the first local step is the default; filled from the registry):
+    {matrix}
     """
     from .runs import run_fit
     if resume:
@@ -295,6 +309,9 @@ def fit(ctx, corpus, output, resume, as_json, quiet, **options):
     _emit(as_json, summary, lines)
     if signum:
         ctx.exit(128 + signum)
+
+
+fit.help = inspect.cleandoc(fit.callback.__doc__).replace("{matrix}", _matrix_help())
 
 
 # --------------------------------------------------------------------------------------- eval

@@ -29,6 +29,8 @@ LOCAL_STEPS = {
 }
 DEFAULT_LOCAL = {("lda", "svi"): "meanfield", ("lda", "scvb0"): "cvb0", ("lda", "ssmf-a"): "gibbs",
                  ("lda", "batch"): "meanfield"}
+# local steps each global step accepts besides its default (the SSMF paper's matrix, fig. 3)
+OTHER_LOCALS = {("lda", "svi"): ("cvb0", "gibbs"), ("lda", "ssmf-a"): ("meanfield", "cvb0")}
 
 
 def names(table):
@@ -57,6 +59,16 @@ def build(cls, *args, settings=None, **kwargs):
     chosen = {k: v for k, v in (settings or {}).items()
               if k in params and k not in kwargs and v is not None}
     return cls(*args, **chosen, **kwargs)
+
+
+def check_local(model, algorithm, local):
+    """Refuse combinations outside the accepted matrix, saying which ones are accepted."""
+    from .errors import TopicscaleError
+    default = DEFAULT_LOCAL.get((model, algorithm))
+    accepted = (default,) + OTHER_LOCALS.get((model, algorithm), ())
+    if local not in accepted:
+        raise TopicscaleError(f"--local {local} does not go with --algorithm {algorithm} "
+                              f"(accepted: {', '.join(accepted)})")
 
 
 def local_step_for(model):

@@ -134,6 +134,7 @@ def _check_output(output, force, init_model):
 def with_defaults(config):
     """Fill options left unset: the algorithm's DEFAULTS (its paper's settings), then FIT_DEFAULTS."""
     algorithm = registry.lookup(registry.ALGORITHMS, config["model"], config["algorithm"], "algorithm")
+    registry.check_local(config["model"], config["algorithm"], config["local"])
     defaults = {**FIT_DEFAULTS, **getattr(algorithm, "DEFAULTS", {})}
     return {**config, **{k: v for k, v in defaults.items() if config.get(k) is None}}
 
