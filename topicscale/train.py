@@ -74,14 +74,16 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
         state.last_eval = result
 
     finished = False
+    batches = stream(StreamPosition(state.epoch, state.batch))
     try:
-        for position, batch in stream(StreamPosition(state.epoch, state.batch)):
+        while True:
             if state.docs >= total or (limits.time_limit and state.train_seconds >= limits.time_limit):
                 finished = True
                 break
             if stop_requested():
                 break
-            t_batch = time.perf_counter()
+            t_batch = time.perf_counter()          # reading the minibatch counts as training time
+            position, batch = next(batches)
             metrics = algorithm.step(batch)
             dt = time.perf_counter() - t_batch
             if not model.is_finite():
