@@ -11,6 +11,7 @@ Writers stream (a shard is flushed every `shard_docs` documents), so memory does
 with the corpus; readers memory-map the shards and never load the corpus whole.
 """
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,30 @@ class Rows:
 def read_lines(path):
     with open(path, encoding="utf-8") as fh:
         return [line.rstrip("\n") for line in fh]
+
+
+def _data_offset(path):
+    """Byte offset of the array data in a .npy file."""
+    with open(path, "rb") as fh:
+        major, _ = np.lib.format.read_magic(fh)
+        read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        read_header(fh)
+        return fh.tell()
+
+
+def _read_slices(path, offset, starts, lengths, out, out_starts):
+    """out[out_starts[i]:+lengths[i]] = elements starts[i]:+lengths[i] of the .npy file's data."""
+    size = out.itemsize
+    view = memoryview(out).cast("B")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for a, n, o in zip(starts.tolist(), lengths.tolist(), out_starts.tolist()):
+            want = n * size
+            got = os.preadv(fd, [view[o * size:o * size + want]], offset + a * size)
+            if got != want:
+                raise InputError(path, None, "shard file is shorter than its header says")
+    finally:
+        os.close(fd)
 
 
 class CorpusWriter:
@@ -154,7 +179,7 @@ class Corpus:
         np.cumsum([s["n_docs"] for s in self.shards], out=self.starts[1:])
         if self.starts[-1] != self.n_docs:
             raise InputError(manifest_path, None, "shard document counts do not add up to n_docs")
-        self._mapped = {}
+        self._shards = {}
         self._vocab = None
 
     @property
@@ -171,43 +196,55 @@ class Corpus:
         return read_lines(self.path / "ids.txt")
 
     def shard(self, i):
-        """(indptr, indices, counts) of shard i, memory-mapped and checked once."""
-        if i not in self._mapped:
+        """Shard i, checked on first use: (indptr in memory, {part: (file, data offset)})."""
+        if i not in self._shards:
             info = self.shards[i]
             base = self.path / info["name"]
-            try:
-                arrays = tuple(np.load(f"{base}.{part}.npy", mmap_mode="r")
-                               for part in ("indptr", "indices", "counts"))
-            except (OSError, ValueError, EOFError) as exc:
-                raise InputError(f"{base}.*.npy", None, f"unreadable shard: {exc}") from None
-            indptr, indices, counts = arrays
-            dtypes = (indptr.dtype, indices.dtype, counts.dtype)
-            if dtypes != (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.int32)):
-                raise InputError(f"{base}.*.npy", None, f"shard arrays have types {dtypes}, "
-                                 "expected int64 offsets, int32 word ids and counts")
-            bad = (indptr.shape != (info["n_docs"] + 1,) or indices.shape != (info["nnz"],)
-                   or counts.shape != (info["nnz"],) or indptr[0] != 0 or indptr[-1] != info["nnz"]
-                   or (info["n_docs"] and np.any(np.diff(indptr) < 0)))
-            if bad:
-                raise InputError(f"{base}.indptr.npy", None, "shard arrays disagree with the manifest")
-            if info["nnz"]:
-                if indices.min() < 0 or indices.max() >= self.n_words:
-                    row = int(np.searchsorted(indptr, np.argmax((indices < 0) | (indices >= self.n_words)),
-                                              side="right"))
-                    raise InputError(f"{base}.indices.npy", None, f"word id out of range in document "
-                                     f"{self.starts[i] + row} (vocabulary has {self.n_words} words)")
-                if counts.min() <= 0:
-                    raise InputError(f"{base}.counts.npy", None, "non-positive count")
-            self._mapped[i] = arrays
-        return self._mapped[i]
+            indptr = self._check(base, info, i)
+            self._shards[i] = (indptr, {part: (f"{base}.{part}.npy", _data_offset(f"{base}.{part}.npy"))
+                                        for part in ("indices", "counts")})
+        return self._shards[i]
+
+    def _check(self, base, info, i):
+        """Validate a shard's three arrays against the manifest; returns indptr (a copy)."""
+        try:
+            indptr, indices, counts = (np.load(f"{base}.{part}.npy", mmap_mode="r")
+                                       for part in ("indptr", "indices", "counts"))
+        except (OSError, ValueError, EOFError) as exc:
+            raise InputError(f"{base}.*.npy", None, f"unreadable shard: {exc}") from None
+        dtypes = (indptr.dtype, indices.dtype, counts.dtype)
+        if dtypes != (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.int32)) or indices.ndim != 1 \
+                or counts.ndim != 1 or not (indices.flags.c_contiguous and counts.flags.c_contiguous):
+            raise InputError(f"{base}.*.npy", None, f"shard arrays have types {dtypes}, expected "
+                             "1-d C-ordered int64 offsets, int32 word ids and counts")
+        bad = (indptr.shape != (info["n_docs"] + 1,) or indices.shape != (info["nnz"],)
+               or counts.shape != (info["nnz"],) or indptr[0] != 0 or indptr[-1] != info["nnz"]
+               or (info["n_docs"] and np.any(np.diff(indptr) < 0)))
+        if bad:
+            raise InputError(f"{base}.indptr.npy", None, "shard arrays disagree with the manifest")
+        if info["nnz"]:
+            if indices.min() < 0 or indices.max() >= self.n_words:
+                row = int(np.searchsorted(indptr, np.argmax((indices < 0) | (indices >= self.n_words)),
+                                          side="right"))
+                raise InputError(f"{base}.indices.npy", None, f"word id out of range in document "
+                                 f"{self.starts[i] + row} (vocabulary has {self.n_words} words)")
+            if counts.min() <= 0:
+                raise InputError(f"{base}.counts.npy", None, "non-positive count")
+        return np.array(indptr)
 
     def rows(self, rows):
-        """Gather documents by global row number (in the order given) into one CSR block."""
+        """Gather documents by global row number (in the order given) into one CSR block.
+
+        Each document's slice is read with pread into the output, so nothing stays mapped:
+        resident memory does not grow with the corpus (a memory map would keep every page it
+        touched, and the kernel's fault-around maps 64 KiB per random access).
+        """
         rows = np.asarray(rows, dtype=np.int64)
         shard_of = np.searchsorted(self.starts, rows, side="right") - 1
         lengths = np.empty(rows.shape[0], dtype=np.int64)
         starts = np.empty(rows.shape[0], dtype=np.int64)
-        for s in np.unique(shard_of):
+        present = np.unique(shard_of)
+        for s in present:
             sel = shard_of == s
             indptr = self.shard(s)[0]
             local = rows[sel] - self.starts[s]
@@ -216,14 +253,14 @@ class Corpus:
         out_ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
         np.cumsum(lengths, out=out_ptr[1:])
         indices = np.empty(out_ptr[-1], dtype=np.int32)
-        counts = np.empty(out_ptr[-1], dtype=np.float64)
-        for s in np.unique(shard_of):
-            _, s_indices, s_counts = self.shard(s)
-            for i in np.flatnonzero(shard_of == s):
-                a, n = starts[i], lengths[i]
-                indices[out_ptr[i]:out_ptr[i] + n] = s_indices[a:a + n]
-                counts[out_ptr[i]:out_ptr[i] + n] = s_counts[a:a + n]
-        return Rows(rows, out_ptr, indices, counts)
+        raw_counts = np.empty(out_ptr[-1], dtype=np.int32)
+        for s in present:
+            docs = np.flatnonzero(shard_of == s)
+            files = self.shard(s)[1]
+            for out, part in ((indices, "indices"), (raw_counts, "counts")):
+                path, offset = files[part]
+                _read_slices(path, offset, starts[docs], lengths[docs], out, out_ptr[docs])
+        return Rows(rows, out_ptr, indices, raw_counts.astype(np.float64))
 
     def blocks(self, block_docs=10_000):
         """Stream the corpus in row order as CSR blocks of at most `block_docs` documents."""
