@@ -278,21 +278,24 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False):
 
 
 def _infer_corpus(model, local, corpus, output):
+    """Stream E[theta] block by block into the output (memory holds one block)."""
     from .evaluate import check_vocabulary
     check_vocabulary(model.vocab, corpus)
     topics, prior = registry.local_topics(local, model), model.local_prior()
-    parts = [local.fit(block.indptr, block.indices, block.counts, topics, prior).theta
-             for block in corpus.blocks()]
-    theta = np.concatenate(parts) if parts else np.zeros((0, model.n_topics))
-    ids = corpus.ids()
+    thetas = (local.fit(b.indptr, b.indices, b.counts, topics, prior).theta for b in corpus.blocks())
+    ids = corpus.iter_ids()
+    K = model.n_topics
     if output.endswith(".npy"):
-        with atomic_file(output) as fh:
-            np.save(fh, theta)
-        with atomic_file(output[:-4] + ".ids.txt", "w") as fh:
-            fh.writelines(f"{i}\n" for i in ids)
+        with atomic_file(output) as fh, atomic_file(output[:-4] + ".ids.txt", "w") as id_fh:
+            np.lib.format.write_array_header_2_0(
+                fh, {"descr": "<f8", "fortran_order": False, "shape": (corpus.n_docs, K)})
+            for theta in thetas:
+                fh.write(np.ascontiguousarray(theta, dtype="<f8").tobytes())
+                id_fh.writelines(f"{next(ids)}\n" for _ in range(theta.shape[0]))
     else:
         with atomic_file(output, "w") as fh:
-            fh.write("id\t" + "\t".join(f"topic_{k}" for k in range(model.n_topics)) + "\n")
-            for doc_id, row in zip(ids, theta):
-                fh.write(doc_id + "\t" + "\t".join(f"{x:.6g}" for x in row) + "\n")
-    return {"documents": theta.shape[0], "topics": model.n_topics}
+            fh.write("id\t" + "\t".join(f"topic_{k}" for k in range(K)) + "\n")
+            for theta in thetas:
+                for row in theta:
+                    fh.write(next(ids) + "\t" + "\t".join(f"{x:.6g}" for x in row) + "\n")
+    return {"documents": corpus.n_docs, "topics": K}

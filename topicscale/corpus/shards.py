@@ -195,6 +195,12 @@ class Corpus:
         """Document ids in row order (read from ids.txt)."""
         return read_lines(self.path / "ids.txt")
 
+    def iter_ids(self):
+        """Document ids in row order, streamed."""
+        with open(self.path / "ids.txt", encoding="utf-8") as fh:
+            for line in fh:
+                yield line.rstrip("\n")
+
     def shard(self, i):
         """Shard i, checked on first use: (indptr in memory, {part: (file, data offset)})."""
         if i not in self._shards:
