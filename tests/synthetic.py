@@ -1,5 +1,6 @@
 """Synthetic corpora drawn from the LDA generative process, with their planted topics."""
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from topicscale.corpus.shards import CorpusWriter
 
@@ -31,3 +32,10 @@ def write_corpus(path, docs, n_words, shard_docs=10_000):
             w.add(f"d{i}", ids, counts)
     from topicscale.corpus.shards import Corpus
     return Corpus(path)
+
+
+def matched_tv(estimated, planted):
+    """Mean total-variation distance between topics matched by the Hungarian assignment."""
+    tv = 0.5 * np.abs(estimated[:, None, :] - planted[None, :, :]).sum(-1)
+    rows, cols = linear_sum_assignment(tv)
+    return tv[rows, cols].mean()

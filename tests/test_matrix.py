@@ -6,7 +6,7 @@ import numba
 import numpy as np
 import pytest
 
-from test_svi import matched_tv
+from synthetic import matched_tv
 from topicscale import registry
 from topicscale.evaluate import evaluate_model, evaluate_topics
 from topicscale.inference.batch import BatchVB

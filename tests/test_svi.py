@@ -1,10 +1,13 @@
-"""SVI for LDA: recovery of planted topics, determinism, held-out improvement, statistics."""
+"""SVI for LDA: the update of figure 6, step sizes, sufficient statistics, minibatch coverage.
+
+Recovery, determinism and held-out improvement of every algorithm are in test_matrix.py and
+test_conformance.py."""
 import numba
 import numpy as np
 import pytest
-from scipy.optimize import linear_sum_assignment
 
-from topicscale.evaluate import evaluate_model, evaluate_topics
+from synthetic import matched_tv  # noqa: F401  (other test files import it from here too)
+from topicscale.evaluate import evaluate_model
 from topicscale.inference.local import MeanField
 from topicscale.inference.schedule import robbins_monro
 from topicscale.inference.svi import SVI
@@ -27,43 +30,6 @@ def fit(corpus, K=10, passes=3, seed=1, threads=None, heldout=None, eval_every=0
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     return model, summary, records
-
-
-def matched_tv(estimated, planted):
-    tv = 0.5 * np.abs(estimated[:, None, :] - planted[None, :, :]).sum(-1)
-    rows, cols = linear_sum_assignment(tv)
-    return tv[rows, cols].mean()
-
-
-def test_recovers_planted_topics(planted):
-    beta, train_corpus, heldout = planted
-    model, summary, _ = fit(train_corpus, heldout=heldout)
-    fitted = model.expected_beta().T
-    random_topics = np.random.default_rng(0).dirichlet(np.ones(beta.shape[1]), size=beta.shape[0])
-    assert matched_tv(fitted, beta) < 0.3
-    assert matched_tv(fitted, beta) < 0.35 * matched_tv(random_topics, beta)
-    # the fitted model predicts held-out words nearly as well as the true topics
-    truth = evaluate_topics(beta, heldout, alpha=0.2)["per_word_ll"]
-    assert summary["heldout"]["per_word_ll"] > truth - 0.25
-
-
-def test_heldout_likelihood_improves_with_training(planted):
-    _, train_corpus, heldout = planted
-    _, _, records = fit(train_corpus, passes=2, heldout=heldout, eval_every=5)
-    scores = [r["per_word_ll"] for r in records if r["event"] == "eval"]
-    assert len(scores) >= 4
-    assert scores[-1] > scores[0] + 0.05
-
-
-def test_same_seed_same_model_bit_for_bit_with_one_and_two_threads(planted):
-    _, train_corpus, _ = planted
-    one, s1, _ = fit(train_corpus, passes=1, threads=1)
-    two, s2, _ = fit(train_corpus, passes=1, threads=2)
-    assert s1["threads_used"] == 1
-    assert s2["threads_used"] == 2          # two threads really ran
-    assert np.array_equal(one.lam, two.lam)
-    other, _, _ = fit(train_corpus, passes=1, seed=2)
-    assert not np.array_equal(one.lam, other.lam)
 
 
 def test_minibatches_cover_every_document_once_per_pass(planted):
