@@ -1,7 +1,6 @@
 """Every reader's bad input through the CLI: one line naming file and line, exit status 2,
 nothing written, and the existing corpus in the output folder left untouched."""
 import gzip
-import json
 
 import numpy as np
 import pytest

@@ -131,7 +131,6 @@ def test_prepare_text_with_heldout_and_fixed_vocabulary(tmp_path):
 
 def test_synthetic_corpus_follows_the_topics(tmp_path):
     from topicscale.corpus.synth import synthesize
-    rng = np.random.default_rng(0)
     beta = np.zeros((2, 6))
     beta[0, :3] = [0.5, 0.3, 0.2]
     beta[1, 3:] = [0.6, 0.2, 0.2]

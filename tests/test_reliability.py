@@ -213,7 +213,7 @@ def test_second_signal_aborts_at_once_without_writing(planted, tmp_path, monkeyp
     """The first signal asks for a clean stop; a second one raises KeyboardInterrupt, and the
     run exits 130 without writing a model (the lock is released)."""
     from topicscale.inference.svi import SVI
-    from topicscale.runs import StopOnSignal
+    from topicscale.guards import StopOnSignal
     messages = []
     stop = StopOnSignal(messages.append)
     stop._handle(signal.SIGINT, None)
@@ -240,7 +240,7 @@ def test_second_signal_aborts_at_once_without_writing(planted, tmp_path, monkeyp
 def test_stop_and_resume_is_bit_identical_for_every_algorithm(planted, tmp_path, monkeypatch, algorithm):
     """Stopped mid-epoch (as by a signal) and resumed, every algorithm ends with the model an
     uninterrupted run writes: algorithm state travels in the checkpoint."""
-    from topicscale import runs
+    from topicscale import guards
     _, corpus, _ = planted
     args = ["fit", str(corpus.path), "--algorithm", algorithm, "-k", "6", "--batch-size", "200",
             "--passes", "2", "--seed", "3"]
@@ -252,7 +252,7 @@ def test_stop_and_resume_is_bit_identical_for_every_algorithm(planted, tmp_path,
         return calls["n"] > 7
 
     with monkeypatch.context() as m:
-        m.setattr(runs.StopOnSignal, "__call__", stop_after_seven)
+        m.setattr(guards.StopOnSignal, "__call__", stop_after_seven)
         r = CliRunner().invoke(cli, args + ["-o", str(tmp_path / "cut")])
     assert r.exit_code == 0 and "partial model" in r.output      # stopped: no signal, exit 0
     assert load_model(tmp_path / "cut").step < load_model(tmp_path / "whole").step or algorithm == "batch"

@@ -4,7 +4,6 @@ Recovery, determinism and held-out improvement of every algorithm are in test_ma
 test_conformance.py."""
 import numba
 import numpy as np
-import pytest
 
 from synthetic import matched_tv  # noqa: F401  (other test files import it from here too)
 from topicscale.evaluate import evaluate_model

@@ -387,7 +387,7 @@ def topics(model, n_words, as_json, as_csv, show_all):
 def infer(model, inputs, output, fmt, threads, quiet):
     """Topic proportions E[theta] of new documents: a prepared corpus, or raw INPUTS encoded with
     the model's vocabulary (unknown words dropped, empty documents skipped)."""
-    from .runs import infer_proportions
+    from .infer import infer_proportions
     _set_threads(threads)
     summary = infer_proportions(model, inputs, output, fmt=fmt, progress=_show_progress(quiet))
     click.echo(f"wrote {output}: {summary['documents']} documents x {summary['topics']} topics", err=True)

@@ -1,5 +1,5 @@
-"""Set up and finish runs for the CLI: build, load or resume a model, wire the algorithm and
-its local step, write checkpoints, the model and its metrics; infer proportions.
+"""`topicscale fit` around the driver loop: build, load or resume a model, wire the algorithm
+and its local step, write checkpoints, the model and its metrics.
 
 A model folder during a run:
     .lock            pid and host of the fit writing it (a second fit refuses)
@@ -10,10 +10,6 @@ A model folder during a run:
 """
 import json
 import os
-import signal
-import socket
-import tempfile
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +17,8 @@ import numpy as np
 from . import registry
 from .atomic import atomic_file
 from .corpus.shards import Corpus
-from .errors import InputError, TopicscaleError
+from .errors import TopicscaleError
+from .guards import OutputLock, StopOnSignal
 from .models import MODEL_TYPES, load_model, store
 from .train import RunLimits, RunState, train
 
@@ -32,92 +29,8 @@ FIT_DEFAULTS = {"batch_size": 500, "kappa": 0.7, "tau": 64.0, "eta": 0.01}
 RUN_ONLY = {"output", "threads", "force", "init_model", "heldout", "eval_every", "checkpoint_every",
             "checkpoint_seconds", "passes", "max_docs", "time_limit", "n_topics", "alpha", "eta"}
 RUN_LOG = ".run.jsonl"
-LOCK_FILE = ".lock"
 
 
-# ------------------------------------------------------------------------------ lock
-class OutputLock:
-    """An exclusive lock file in the output folder, so two fits never write one model."""
-
-    def __init__(self, folder):
-        self.path = Path(folder) / LOCK_FILE
-        self.held = False
-
-    def __enter__(self):
-        info = {"pid": os.getpid(), "host": socket.gethostname()}
-        try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            raise TopicscaleError(self._holder_message()) from None
-        self.held = True
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(info, fh)
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def _holder_message(self):
-        try:
-            info = json.loads(self.path.read_text())
-            pid, host = int(info["pid"]), info["host"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return f"{self.path}: unreadable lock file; if no fit is running, remove it: rm {self.path}"
-        if host == socket.gethostname() and not _alive(pid):
-            return (f"{self.path}: stale lock from a fit (pid {pid}) that is no longer running; "
-                    f"remove it to continue: rm {self.path}")
-        return f"{self.path.parent} is being written by another fit (pid {pid} on {host})"
-
-    def __exit__(self, *exc):
-        if self.held:
-            self.path.unlink(missing_ok=True)
-        return False
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-# ------------------------------------------------------------------------------ signals
-class StopOnSignal:
-    """First SIGINT/SIGTERM: finish the current minibatch, then stop cleanly.
-    Second: abort at once (KeyboardInterrupt) without writing anything."""
-
-    def __init__(self, say):
-        self.signum = None
-        self.say = say
-        self.previous = {}
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for s in (signal.SIGINT, signal.SIGTERM):
-                self.previous[s] = signal.signal(s, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.signum is not None:
-            raise KeyboardInterrupt
-        self.signum = signum
-        self.say(f"topicscale: {signal.Signals(signum).name}: stopping after this minibatch "
-                 "(again to abort without writing)")
-
-    def __call__(self):
-        return self.signum is not None
-
-    def __exit__(self, *exc):
-        for s, handler in self.previous.items():
-            signal.signal(s, handler)
-        return False
-
-
-# ------------------------------------------------------------------------------ fit
 def _check_output(output, force, init_model):
     out = Path(output)
     if out.exists() and not out.is_dir():
@@ -262,40 +175,3 @@ def _load_checkpoint(output):
     model = MODEL_TYPES[meta["model"]].from_stored(meta, arrays, vocab)
     run = meta["run"]
     return model, run["config"], RunState(**run["state"]), algo_state, run["log_bytes"]
-
-
-# ------------------------------------------------------------------------------ infer
-def infer_proportions(model_path, inputs, output, fmt=None, progress=False):
-    """`topicscale infer`: E[theta] = gamma / sum(gamma) for each document, ids first."""
-    model = load_model(model_path)
-    local = registry.local_step_for(model)
-    if len(inputs) == 1 and (Path(inputs[0]) / "manifest.json").is_file():
-        return _infer_corpus(model, local, Corpus(inputs[0]), output)
-    from .corpus.prepare import prepare
-    with tempfile.TemporaryDirectory(prefix="topicscale-infer-") as tmp:
-        prepare(inputs, Path(tmp) / "corpus", fmt=fmt, vocab=model_path, progress=progress)
-        return _infer_corpus(model, local, Corpus(Path(tmp) / "corpus"), output)
-
-
-def _infer_corpus(model, local, corpus, output):
-    """Stream E[theta] block by block into the output (memory holds one block)."""
-    from .evaluate import check_vocabulary
-    check_vocabulary(model.vocab, corpus)
-    topics, prior = registry.local_topics(local, model), model.local_prior()
-    thetas = (local.fit(b.indptr, b.indices, b.counts, topics, prior).theta for b in corpus.blocks())
-    ids = corpus.iter_ids()
-    K = model.n_topics
-    if output.endswith(".npy"):
-        with atomic_file(output) as fh, atomic_file(output[:-4] + ".ids.txt", "w") as id_fh:
-            np.lib.format.write_array_header_2_0(
-                fh, {"descr": "<f8", "fortran_order": False, "shape": (corpus.n_docs, K)})
-            for theta in thetas:
-                fh.write(np.ascontiguousarray(theta, dtype="<f8").tobytes())
-                id_fh.writelines(f"{next(ids)}\n" for _ in range(theta.shape[0]))
-    else:
-        with atomic_file(output, "w") as fh:
-            fh.write("id\t" + "\t".join(f"topic_{k}" for k in range(K)) + "\n")
-            for theta in thetas:
-                for row in theta:
-                    fh.write(next(ids) + "\t" + "\t".join(f"{x:.6g}" for x in row) + "\n")
-    return {"documents": corpus.n_docs, "topics": K}

@@ -10,7 +10,6 @@ input and written to a second corpus. Both corpora appear atomically, or not at 
 """
 import collections
 import contextlib
-import json
 import os
 import shutil
 import sys

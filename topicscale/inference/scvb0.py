@@ -18,7 +18,6 @@ t is model.step, the number of minibatches already folded in (the paper counts "
 iterations"; with a fixed minibatch size the two differ by a constant factor in t, which the
 paper's tau = 1000 was tuned for with minibatches of 100). rho is capped at 1.
 """
-import numpy as np
 
 
 def scvb0_step_size(t, s, tau, kappa):

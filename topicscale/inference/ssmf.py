@@ -34,6 +34,13 @@ def ramp(docs_seen, corpus_docs):
     return min(docs_seen, corpus_docs)
 
 
+def log_gamma_variates(shapes, rng):
+    """log G, G ~ Gamma(shapes, 1) elementwise, in log space (shapes near 0.01 underflow):
+    log G(a) = log G(a + 1) + log(U) / a. Shape 0 gives -inf. (Also used by full SSMF.)"""
+    with np.errstate(divide="ignore"):
+        return np.log(rng.standard_gamma(shapes + 1.0)) + np.log(rng.random(shapes.shape)) / shapes
+
+
 def sample_topic_rows(lam, words, rng, colsum=None):
     """log beta[words] (len(words) x K) for beta_k ~ Dir(lam[:, k]), exact on those entries.
 
@@ -48,9 +55,7 @@ def sample_topic_rows(lam, words, rng, colsum=None):
     else:
         rest = np.maximum(colsum - lam_rows.sum(axis=0), 0.0)
     shapes = np.vstack([lam_rows, rest[None, :]])               # (len(words) + 1) x K
-    with np.errstate(divide="ignore"):
-        log_g = (np.log(rng.standard_gamma(shapes + 1.0))
-                 + np.log(rng.random(shapes.shape)) / shapes)   # shape 0 (empty rest): -inf
+    log_g = log_gamma_variates(shapes, rng)                     # shape 0 (empty rest): -inf
     top = log_g.max(axis=0)
     log_norm = top + np.log(np.exp(log_g - top[None, :]).sum(axis=0))
     log_beta = log_g[:-1] - log_norm[None, :]
@@ -106,16 +111,21 @@ class SSMFA:
         rng = np.random.default_rng([self.seed, m.step])
         words = np.unique(batch.indices).astype(np.int64)
         _, rows = sample_topic_rows(m.lam, words, rng)
-        local_seed = int(rng.integers(0, 2 ** 63))
-        kwargs = {"seed": local_seed} if _accepts(self.local.statistics, "seed") else {}
-        if _accepts(self.local.statistics, "topics"):
-            stats, result = self.local.statistics(batch, m, topics=rows, **kwargs)
-        else:
-            stats, result = self.local.statistics(batch, _SampledTopics(m, words, rows), **kwargs)
+        stats, result = self.local_statistics(batch, words, rows, rng)
         self.update(stats)
         return {"rho": self.last_rho, "n_t": self.last_n,
                 "sweeps": float(result.sweeps.mean()) if result.sweeps.size else 0.0,
                 "threads_used": result.threads_used}
+
+    def local_statistics(self, batch, words, rows, rng):
+        """Step 6: the local step on the minibatch given the sampled topic rows (one row per
+        word of `words`, ascending), seeded from `rng`. Returns (SufficientStats, result)."""
+        m = self.model
+        local_seed = int(rng.integers(0, 2 ** 63))
+        kwargs = {"seed": local_seed} if _accepts(self.local.statistics, "seed") else {}
+        if _accepts(self.local.statistics, "topics"):
+            return self.local.statistics(batch, m, topics=rows, **kwargs)
+        return self.local.statistics(batch, _SampledTopics(m, words, rows), **kwargs)
 
     def update(self, stats):
         """Algorithm 2, steps 3 and 7."""
