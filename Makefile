@@ -25,5 +25,14 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# Side-by-side benchmarks (benchmarks/README.md): a separate .venv-bench with the peers, corpora from
+# the package registries, results under benchmarks/results/. About an hour on 2 cores;
+# `make bench BENCH_ARGS=--quick` checks the machinery in minutes (benchmarks/results-quick/).
+BENCH_VENV := .venv-bench
+bench:
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet -e . -r benchmarks/requirements.txt
+	$(BENCH_VENV)/bin/python benchmarks/bench_all.py $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) $(DEMO) build *.egg-info

@@ -154,3 +154,101 @@ def gibbs_document(ids, counts, topics, alpha, sweeps, burn_in, seed):
             np.add.at(hist, (entry_of, z), 1.0)
     kept = sweeps - burn_in
     return alpha + acc / kept, hist / kept, z
+
+
+# ------------------------------------------------------------------ online HDP document step
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def hdp_doc_sticks(slot_counts, alpha):
+    """E[log sigma_i(pi)] and E[sigma_i(pi)] for gamma_i = (1 + n_i, alpha + sum_{j>i} n_j), pi_T = 1."""
+    tail = np.concatenate([np.cumsum(slot_counts[::-1])[::-1][1:], [0.0]])
+    g1, g2 = 1.0 + slot_counts[:-1], alpha + tail[:-1]
+    elog_pi = np.concatenate([digamma(g1) - digamma(g1 + g2), [0.0]])
+    elog_1mpi = np.concatenate([[0.0], np.cumsum(digamma(g2) - digamma(g1 + g2))])
+    e_pi = np.concatenate([g1 / (g1 + g2), [1.0]])
+    e_rest = np.concatenate([[1.0], np.cumprod(g2 / (g1 + g2))])
+    return elog_pi + elog_1mpi, e_pi * e_rest
+
+
+def hdp_document(ids, counts, elog_beta, elog_sigma, alpha, T, max_iter, tol):
+    """Online-HDP document step (SVI paper fig. 9, steps 5-10) with every matrix explicit:
+    zeta (T x K), phi (N x T); step 5 on each slot's share of the document (kernels/hdp.py).
+    Returns zeta, phi, theta (K), P(slot i occupied) (T) and the number of sweeps."""
+    E = elog_beta[ids]                                        # N x K
+    K = E.shape[1]
+    r = _softmax(E, axis=1)                                   # each token's topic posterior
+    mass = counts @ r
+    ranked = np.argsort(-mass, kind="stable")[:T]
+    Z = np.zeros((T, K))
+    for i, k in enumerate(ranked):
+        Z[i] = (counts * r[:, k]) @ E
+    zeta = _softmax(Z, axis=1)
+    phi = _softmax(E @ zeta.T, axis=1)                         # N x T
+    n = counts @ phi
+    m = n @ zeta
+    sweeps = 0
+    while sweeps < max_iter:
+        sweeps += 1
+        elog_pi, _ = hdp_doc_sticks(n, alpha)
+        zeta = _softmax(elog_sigma[None, :] + (counts[:, None] * phi).T @ E, axis=1)
+        phi = _softmax(elog_pi[None, :] + E @ zeta.T, axis=1)
+        n = counts @ phi
+        m_new = n @ zeta
+        change = np.abs(m_new - m).mean()
+        m = m_new
+        if change < tol:
+            break
+    _, e_sigma = hdp_doc_sticks(n, alpha)
+    occupied = 1.0 - np.prod((1.0 - phi) ** counts[:, None], axis=0)   # P(slot i holds a token)
+    return zeta, phi, e_sigma @ zeta, occupied, sweeps
+
+
+def hdp_statistics(indptr, indices, counts, elog_beta, elog_sigma, alpha, T, max_iter, tol, n_words):
+    """sum_d sum_i zeta_dik sum_n c_dn phi_dni per word (n_words x K), the expected occupied slots
+    per topic sum_d sum_i P(slot i occupied) zeta_dik (K), and the thetas (D x K)."""
+    K = elog_beta.shape[1]
+    stats, tables, thetas = np.zeros((n_words, K)), np.zeros(K), []
+    for a, b in zip(indptr[:-1], indptr[1:]):
+        zeta, phi, theta, occupied, _ = hdp_document(indices[a:b], counts[a:b], elog_beta, elog_sigma,
+                                                     alpha, T, max_iter, tol)
+        np.add.at(stats, indices[a:b], counts[a:b, None] * (phi @ zeta))
+        tables += occupied @ zeta
+        thetas.append(theta)
+    return stats, tables, np.array(thetas)
+
+
+# ------------------------------------------------------------------ full SSMF (dense, small V)
+def gamma_quantile_shape_derivative(a, x, rel=1e-3):
+    """dR-hat/da at x = R-hat(u, a) for Gamma(a, 1) by eq. 15, -(dQ/da) / q(x), with dQ/da from
+    Richardson-extrapolated central differences of scipy's regularised incomplete gamma
+    function (the smaller tail, for accuracy), q from scipy.stats. Scalar a and x."""
+    from scipy import stats
+    from scipy.special import gammainc, gammaincc
+    f = (lambda s: -gammaincc(s, x)) if gammainc(a, x) > 0.5 else (lambda s: gammainc(s, x))
+    h = rel * a
+
+    def central(step):
+        return (f(a + step) - f(a - step)) / (2 * step)
+
+    d1, d2, d3 = central(h), central(h / 2), central(h / 4)
+    r1, r2 = (4 * d2 - d1) / 3, (4 * d3 - d2) / 3
+    return -((16 * r2 - r1) / 15) / stats.gamma.pdf(x, a)
+
+
+def ssmf_natural_gradient_dense(lam_k, x_k, counts_k, dR_dlam=None):
+    """F^-1 (dt/dbeta dR/dlambda)^T c for one topic with dense V x V matrices, literally eqs.
+    34-35 and 38 (Hoffman and Blei 2015): lam_k (V) the Dirichlet parameters, x_k (V) the gamma
+    draws beta'_kv, counts_k (V) the topic's word counts; dR_dlam the derivatives dR-hat_v/dlambda_v
+    (default: gamma_quantile_shape_derivative)."""
+    from scipy.special import polygamma
+    V = lam_k.shape[0]
+    if dR_dlam is None:
+        dR_dlam = np.array([gamma_quantile_shape_derivative(a, x) for a, x in zip(lam_k, x_k)])
+    S = x_k.sum()
+    beta = x_k / S                                                         # eq. 34
+    J = np.diag(1.0 / beta) / S @ (np.eye(V) - np.outer(beta, np.ones(V))) @ np.diag(dR_dlam)  # eq. 35
+    F = np.diag(polygamma(1, lam_k)) - polygamma(1, lam_k.sum()) * np.ones((V, V))             # eq. 38
+    return np.linalg.solve(F, J.T @ counts_k)

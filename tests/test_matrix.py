@@ -25,9 +25,10 @@ SETTINGS = {
     "svi": dict(tau=1.0, kappa=0.7),
     "scvb0": dict(tau=100.0, kappa=0.9, s=10.0),
     "ssmf-a": dict(tau=10.0, kappa=0.75),
+    "ssmf": dict(tau=10.0, kappa=0.75),
     "batch": dict(),
 }
-PASSES = {"svi": 3, "scvb0": 3, "ssmf-a": 3, "batch": 10}
+PASSES = {"svi": 3, "scvb0": 3, "ssmf-a": 3, "ssmf": 3, "batch": 10}
 
 
 ALGORITHMS = sorted(registry.ALGORITHMS["lda"])

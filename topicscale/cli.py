@@ -223,7 +223,7 @@ def _matrix_help():
 @click.option("--config", callback=_load_config, is_eager=True, expose_value=False,
               help="TOML preset (a file or a name from configs/, e.g. svi-paper); flags override it.")
 @click.option("-k", "--topics", "n_topics", type=click.IntRange(1),
-              help="Number of topics K [default: 100, or the --init model's].")
+              help="Number of topics K (HDP: the corpus truncation) [default: 100, HDP 150, or the --init model's].")
 @click.option("--model", type=click.Choice(sorted(registry.MODELS)), default="lda", show_default=True,
               help="The topic model.")
 @click.option("--algorithm", type=click.Choice(registry.names(registry.ALGORITHMS)), default="svi",
@@ -234,11 +234,15 @@ def _matrix_help():
               help="Documents per minibatch S [default: 500, or the algorithm's paper's].")
 @click.option("--kappa", type=click.FloatRange(0.5, 1.0),
               help="Forgetting rate: rho_t = (tau + t)^-kappa [default: 0.7, or the algorithm's].")
-@click.option("--tau", type=click.FloatRange(0),
+@click.option("--tau", type=click.FloatRange(0, min_open=True),
               help="Delay: down-weights the first minibatches [default: 64, or the algorithm's].")
 @click.option("--alpha", type=click.FloatRange(0, min_open=True),
-              help="Topic-proportion prior [default: 1/K, or the algorithm's].")
+              help="Topic-proportion prior (HDP: document concentration) [default: 1/K, HDP 1, or the algorithm's].")
 @click.option("--eta", type=click.FloatRange(0, min_open=True), help="Topic Dirichlet prior [default: 0.01].")
+@click.option("--doc-truncation", type=click.IntRange(1),
+              help="HDP only: document truncation T, topics one document can use [default: 15].")
+@click.option("--omega", type=click.FloatRange(0, min_open=True),
+              help="HDP only: corpus concentration of the topic sticks [default: 1].")
 @click.option("--passes", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
               help="Passes over the corpus (fractions allowed).")
 @click.option("--max-docs", type=click.IntRange(0), default=0, help="Stop after this many documents (0: no limit).")
@@ -346,11 +350,21 @@ def eval_(model, heldout, seed, threads, as_json):
 @click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, words, weights}.")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: topic, weight, rank, word, probability.")
 @click.option("--all", "show_all", is_flag=True, help="Every topic, also those that carry almost no weight.")
-def topics(model, n_words, as_json, as_csv, show_all):
+@click.option("--correlations", "n_pairs", type=click.IntRange(1), is_flag=False, flag_value=10, default=None,
+              metavar="[N]", help="CTM models: after the topics, the N topic pairs with the highest "
+              "correlation in Sigma_0 as 'topic i  topic j  correlation' lines (N: 10 if omitted). With "
+              "--json the output becomes {topics: [...], correlations: K x K matrix, pairs: [...]}.")
+def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     """Top words of the topics, with each topic's share of the corpus."""
     import numpy as np
     from .models import load_model
     m = load_model(model)
+    if n_pairs is not None and not hasattr(m, "correlations"):
+        raise TopicscaleError(f"--correlations needs a correlated topic model (fit with --model ctm); "
+                              f"{model} is {m.kind}")
+    if n_pairs is not None and as_csv:
+        raise TopicscaleError("--correlations does not go with --csv (use --json)")
+    pairs = m.strongest_pairs(n_pairs) if n_pairs is not None else []
     beta = m.expected_beta()
     weights = m.topic_weights()
     n = min(n_words, m.n_words)
@@ -361,7 +375,9 @@ def topics(model, n_words, as_json, as_csv, show_all):
         rows.append({"topic": k, "weight": float(weights[k]), "words": [m.vocab[i] for i in top],
                      "weights": [float(beta[i, k]) for i in top]})
     if as_json:
-        click.echo(json.dumps(rows))
+        click.echo(json.dumps(rows if n_pairs is None else {
+            "topics": rows, "correlations": m.correlations().tolist(),
+            "pairs": [{"topics": [i, j], "correlation": r} for i, j, r in pairs]}))
     elif as_csv:
         import csv
         out = csv.writer(sys.stdout, lineterminator="\n")
@@ -372,6 +388,8 @@ def topics(model, n_words, as_json, as_csv, show_all):
     else:
         for r in rows:
             click.echo(f"{r['topic']:>4}  {r['weight']:6.1%}  {' '.join(r['words'])}")
+        for i, j, r in pairs:
+            click.echo(f"topic {i}  topic {j}  {r:+.3f}")
 
 
 # -------------------------------------------------------------------------------------- infer
@@ -419,6 +437,10 @@ def export(model, output):
         fh.writelines(f"{k}\t{weights[k]:.6g}\n" for k in order)
     click.echo(f"wrote {output} ({len(order)} x {m.n_words}), {base}.vocab.txt and {base}.weights.tsv",
                err=True)
+
+
+from .classify.cli import classify  # noqa: E402  (Bayesian logistic regression on topics)
+cli.add_command(classify)
 
 
 def main(argv=None):

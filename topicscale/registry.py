@@ -15,22 +15,36 @@ Constructors receive the fit settings whose names match their keyword arguments 
 import importlib
 import inspect
 
-MODELS = {"lda": "topicscale.models.lda:LDAModel"}
+MODELS = {"lda": "topicscale.models.lda:LDAModel", "hdp": "topicscale.models.hdp:HDPModel"}
 ALGORITHMS = {
     "lda": {"svi": "topicscale.inference.svi:SVI",
             "scvb0": "topicscale.inference.scvb0:SCVB0",
             "ssmf-a": "topicscale.inference.ssmf:SSMFA",
+            "ssmf": "topicscale.inference.ssmf_full:SSMF",
             "batch": "topicscale.inference.batch:BatchVB"},
+    "hdp": {"svi": "topicscale.inference.hdp:HDPSVI"},
 }
 LOCAL_STEPS = {
     "lda": {"meanfield": "topicscale.inference.local:MeanField",
             "cvb0": "topicscale.inference.cvb0:CVB0",
             "gibbs": "topicscale.inference.gibbs:Gibbs"},
+    "hdp": {"hdp": "topicscale.inference.hdp:HDPLocal"},
 }
 DEFAULT_LOCAL = {("lda", "svi"): "meanfield", ("lda", "scvb0"): "cvb0", ("lda", "ssmf-a"): "gibbs",
-                 ("lda", "batch"): "meanfield"}
+                 ("lda", "ssmf"): "gibbs",
+                 ("lda", "batch"): "meanfield", ("hdp", "svi"): "hdp"}
 # local steps each global step accepts besides its default (the SSMF paper's matrix, fig. 3)
-OTHER_LOCALS = {("lda", "svi"): ("cvb0", "gibbs"), ("lda", "ssmf-a"): ("meanfield", "cvb0")}
+OTHER_LOCALS = {("lda", "svi"): ("cvb0", "gibbs"), ("lda", "ssmf-a"): ("meanfield", "cvb0"),
+               ("lda", "ssmf"): ("meanfield", "cvb0")}
+# correlated topic model (Wang and Blei 2013): Laplace / delta-method document steps, batch or stochastic EM
+MODELS["ctm"] = "topicscale.models.ctm:CTMModel"
+ALGORITHMS["ctm"] = {"batch": "topicscale.inference.ctm:CTMBatch", "svi": "topicscale.inference.ctm:CTMSVI"}
+LOCAL_STEPS["ctm"] = {"laplace": "topicscale.inference.ctm:Laplace", "delta": "topicscale.inference.ctm:Delta",
+                      "bbvi": "topicscale.inference.ctm_bbvi:BBVI"}     # black-box VI (Ranganath et al. 2014)
+DEFAULT_LOCAL[("ctm", "batch")] = "laplace"
+DEFAULT_LOCAL[("ctm", "svi")] = "laplace"
+OTHER_LOCALS[("ctm", "batch")] = ("delta", "bbvi")
+OTHER_LOCALS[("ctm", "svi")] = ("delta", "bbvi")
 
 
 def names(table):

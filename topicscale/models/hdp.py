@@ -1,0 +1,202 @@
+"""HDP topic model state: topics lambda and corpus sticks (a, b), SVI paper sec. 3.3, figs. 8-9.
+
+The hierarchical Dirichlet process topic model of Wang, Paisley and Blei (2011) in its two-level
+stick-breaking form, truncated at K corpus topics (the "corpus truncation"). Paper symbols:
+
+    lam[w, k]   lambda_kw   q(beta_k) = Dirichlet(lambda_k); word-major (V x K) like LDAModel.lam
+    a[k], b[k]  a_k^(1), a_k^(2)   q(v_k) = Beta(a_k, b_k), k = 1..K-1; v_K = 1 (truncation)
+    omega       omega       corpus concentration, v_k ~ Beta(1, omega)
+    alpha       alpha       document concentration, pi_di ~ Beta(1, alpha)
+    eta         eta         topic Dirichlet, beta_k ~ Dirichlet(eta)
+
+A topic's corpus-level weight is E[sigma_k(V)] = E[v_k] prod_{l<k} E[1 - v_l] (the v are
+independent under q), which sums to one over the K topics because v_K = 1. `topics` lists
+topics by this weight and, by default, only those that carry the mass: the smallest set of
+heaviest topics whose weights add up to at least MASS (99%); `info` reports how many topics
+carry 95% and 99% of it (the effective number of topics).
+
+Nothing here imports numba (the digamma kernel is imported inside methods), so loading a model
+for `topicscale topics` stays fast.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import store
+
+DEFAULT_TOPICS = 150       # corpus truncation K
+DEFAULT_ALPHA = 1.0        # document concentration
+DEFAULT_OMEGA = 1.0        # corpus concentration
+DEFAULT_ETA = 0.01
+DEFAULT_DOCS = 10_000      # corpus size D for the initial topic scale when it is not known
+MASS = 0.99                # `topics` without --all: the topics carrying this share of the weight
+
+
+@dataclass(frozen=True)
+class HDPPrior:
+    """What the document step needs from the corpus level: E[log sigma_k(V)] (K) and alpha."""
+    elog_sigma: np.ndarray
+    alpha: float
+
+
+def stick_expectations(a, b):
+    """(E[sigma_k(V)], E[log sigma_k(V)]) for k = 1..K of sticks v_k ~ Beta(a_k, b_k), v_K = 1.
+
+    E[log sigma_k] = E[log v_k] + sum_{l<k} E[log(1 - v_l)] (fig. 8), with
+    E[log v] = psi(a) - psi(a + b) and E[log(1 - v)] = psi(b) - psi(a + b).
+    """
+    from ..kernels.special import digamma_array    # imports numba: only when needed
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    K = a.shape[0] + 1
+    total = a + b
+    elog_v = np.zeros(K)
+    elog_1mv = np.zeros(K)
+    if K > 1:
+        psi_total = digamma_array(np.ascontiguousarray(total))
+        elog_v[:-1] = digamma_array(np.ascontiguousarray(a)) - psi_total
+        elog_1mv[:-1] = digamma_array(np.ascontiguousarray(b)) - psi_total
+    elog_sigma = elog_v + np.concatenate([[0.0], np.cumsum(elog_1mv[:-1])])
+    e_v = np.ones(K)
+    e_1mv = np.ones(K)
+    e_v[:-1] = a / total
+    e_1mv[:-1] = b / total
+    sigma = e_v * np.concatenate([[1.0], np.cumprod(e_1mv[:-1])])
+    return sigma, elog_sigma
+
+
+def carrying(weights, mass):
+    """How many of the heaviest topics it takes for their weights to add up to `mass`."""
+    w = np.sort(np.asarray(weights))[::-1]
+    total = w.sum()
+    if total <= 0:
+        return int(w.shape[0])
+    cum = np.cumsum(w) / total
+    return int(min(np.searchsorted(cum, mass - 1e-12) + 1, w.shape[0]))
+
+
+@dataclass
+class HDPModel:
+    lam: np.ndarray                 # V x K, lambda_{k,w} stored at [w, k]
+    a: np.ndarray                   # K - 1, first Beta parameter of the corpus sticks
+    b: np.ndarray                   # K - 1, second Beta parameter
+    alpha: float                    # document concentration
+    omega: float                    # corpus concentration
+    eta: float                      # topic Dirichlet
+    vocab: list
+    step: int = 0                   # global updates done (t in rho_t)
+    docs_seen: int = 0
+    settings: dict = field(default_factory=dict)
+    kind = "hdp"
+
+    @property
+    def n_topics(self):
+        return self.lam.shape[1]
+
+    @property
+    def n_words(self):
+        return self.lam.shape[0]
+
+    @classmethod
+    def initial(cls, vocab, n_topics, alpha, omega, eta, rng, corpus_docs=DEFAULT_DOCS, settings=None):
+        """A model to start SVI from (figure 9, step 1, with the two choices below).
+
+        Topics: lambda_kw - eta ~ Exponential with mean D * 100 / (K V) (the SVI paper's
+        footnote 6, for LDA and the HDP): the topics start random, with as much mass as if
+        every document's 100 words had been spread at random over the topics. (LDAModel starts
+        near-uniform instead; on the HDP that left the corpus sticks, not the words, to pick
+        the first topics.) With the step size below 1 from the start (tau > 0), unused topics
+        keep this random shape for a while and can still take up documents that the topics in
+        use explain badly; a smaller scale (mean 1 or 0.1 at D = 2000) let the first random
+        assignments fragment the planted topics of our tests (20 to 45 topics instead of 8).
+
+        Corpus sticks: a_k = 1, b_k = K - 1 - k (k = 0..K-2), the Beta parameters under which
+        every topic has the same E[sigma_k(V)] = 1/K and the same E[log sigma_k(V)] =
+        psi(1) - psi(K), as the random topics carry no information either. Figure 9 starts
+        from the prior, a = 1 and b = omega, where E[log sigma_k(V)] falls by about one nat per
+        topic (omega = 1); while the topics are still random that decides which topics the
+        first documents use, and they crowded onto the first few (4 to 7 topics for 8 planted
+        ones, merged in pairs).
+        """
+        K, V = int(n_topics), len(vocab)
+        lam = eta + rng.exponential(corpus_docs * 100.0 / (K * V), size=(V, K))
+        return cls(lam=lam, a=np.ones(K - 1), b=np.arange(K - 1, 0, -1, dtype=np.float64),
+                   alpha=float(alpha), omega=float(omega), eta=float(eta), vocab=list(vocab),
+                   settings=dict(settings or {}))
+
+    @classmethod
+    def from_config(cls, vocab, config, rng):
+        """A new model from fit settings; unset ones take the HDP defaults: corpus truncation
+        K = 150 (n_topics), alpha = 1, omega = 1, eta = 0.01. The corpus size D for the initial
+        scale is config["corpus_docs"], else read from the corpus folder config["corpus"]."""
+        def get(name, default):
+            value = config.get(name)
+            return default if value is None else value
+        docs = config.get("corpus_docs")
+        if docs is None and config.get("corpus"):
+            from ..corpus.shards import Corpus
+            docs = Corpus(config["corpus"]).n_docs
+        return cls.initial(vocab, int(get("n_topics", DEFAULT_TOPICS)), get("alpha", DEFAULT_ALPHA),
+                           get("omega", DEFAULT_OMEGA), get("eta", DEFAULT_ETA), rng,
+                           corpus_docs=docs or DEFAULT_DOCS)
+
+    # ------------------------------------------------------------------ expectations
+    def elog_beta(self, words=None):
+        """E[log beta_kw] = psi(lambda_kw) - psi(sum_v lambda_kv) for the given rows (V' x K)."""
+        from ..kernels.special import digamma_array    # imports numba: only when needed
+        lam = self.lam if words is None else self.lam[words]
+        return (digamma_array(np.ascontiguousarray(lam))
+                - digamma_array(np.ascontiguousarray(self.lam.sum(axis=0)))[None, :])
+
+    def estep_topics(self, words=None):
+        """The topics the document step uses: E[log beta] (log space, V' x K)."""
+        return self.elog_beta(words)
+
+    def local_prior(self):
+        """The corpus level as the document step sees it: E[log sigma_k(V)] and alpha."""
+        return HDPPrior(stick_expectations(self.a, self.b)[1], self.alpha)
+
+    def expected_beta(self):
+        """E[beta_kw] = lambda_kw / sum_v lambda_kv, word-major (V x K)."""
+        return self.lam / self.lam.sum(axis=0)[None, :]
+
+    def topic_weights(self):
+        """Corpus-level weight of each topic, E[sigma_k(V)] (sums to one over the K topics)."""
+        return stick_expectations(self.a, self.b)[0]
+
+    def display_order(self, show_all=True):
+        """Topics by decreasing weight: all of them, or (show_all=False) only those that carry
+        the mass, the smallest set of heaviest topics whose weights add up to MASS (99%)."""
+        weights = self.topic_weights()
+        order = np.argsort(-weights, kind="stable")
+        return order if show_all else order[:carrying(weights, MASS)]
+
+    def describe(self):
+        """Hyperparameters, state and the effective number of topics for `info`."""
+        weights = self.topic_weights()
+        return {"topics": self.n_topics, "vocabulary": self.n_words, "alpha": self.alpha,
+                "omega": self.omega, "eta": self.eta,
+                "effective_topics_95": carrying(weights, 0.95),
+                "effective_topics_99": carrying(weights, 0.99),
+                "step": self.step, "docs_seen": self.docs_seen}
+
+    def is_finite(self):
+        return bool(np.all(np.isfinite(self.lam.sum(axis=0))) and np.all(np.isfinite(self.a))
+                    and np.all(np.isfinite(self.b)))
+
+    # ------------------------------------------------------------------ storage
+    def stored(self):
+        """(metadata, arrays) as written to the model file (checkpoints add to them)."""
+        meta = {"model": self.kind, "n_topics": self.n_topics, "n_words": self.n_words,
+                "alpha": self.alpha, "omega": self.omega, "eta": self.eta, "step": self.step,
+                "docs_seen": self.docs_seen, "settings": self.settings}
+        return meta, {"lambda": self.lam, "a": self.a, "b": self.b}
+
+    def save(self, path):
+        store.save(path, *self.stored(), self.vocab)
+
+    @classmethod
+    def from_stored(cls, meta, arrays, vocab):
+        return cls(lam=arrays["lambda"], a=arrays["a"], b=arrays["b"], alpha=meta["alpha"],
+                   omega=meta["omega"], eta=meta["eta"], vocab=vocab, step=meta["step"],
+                   docs_seen=meta["docs_seen"], settings=meta["settings"])
