@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := demo
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench clean clean-cache
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,5 +34,8 @@ bench:
 	$(BENCH_VENV)/bin/pip install --quiet -e . -r benchmarks/requirements.txt
 	$(BENCH_VENV)/bin/python benchmarks/bench_all.py $(BENCH_ARGS)
 
-clean:
+clean: clean-cache
 	rm -rf $(VENV) $(DEMO) build *.egg-info
+
+clean-cache:
+	find topicscale -name '*.nbi' -delete -o -name '*.nbc' -delete
