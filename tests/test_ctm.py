@@ -456,6 +456,9 @@ def test_cli_end_to_end(planted_ctm, tmp_path):
     assert ev["per_word_ll"] == pytest.approx(
         json.loads((fits["svi", "delta"] / "metrics.jsonl").read_text().splitlines()[-1])["heldout"]["per_word_ll"],
         rel=1e-12)
+    # the paper's plug-in predictive softmax(E[theta]) is reported beside it, and differs
+    assert np.isfinite(ev["per_word_ll_paper_predictive"])
+    assert ev["per_word_ll_paper_predictive"] != ev["per_word_ll"]
     run("infer", fits["svi", "delta"], heldout.path, "-o", tmp_path / "theta.npy")
     theta = np.load(tmp_path / "theta.npy")
     assert theta.shape == (200, 6) and np.allclose(theta.sum(axis=1), 1.0)

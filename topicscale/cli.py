@@ -324,7 +324,7 @@ fit.help = inspect.cleandoc(fit.callback.__doc__).replace("{matrix}", _matrix_he
 @click.argument("heldout", type=click.Path(exists=True, file_okay=False))
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the observed / held-out word split.")
 @click.option("--threads", type=int, help="Threads [default: all cores].")
-@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens}.")
+@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens} (CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in).")
 def eval_(model, heldout, seed, threads, as_json):
     """Per-word predictive log likelihood of HELDOUT by document completion (SVI paper, sec. 4).
 
@@ -337,9 +337,11 @@ def eval_(model, heldout, seed, threads, as_json):
     _set_threads(threads)
     m = load_model(model)
     result = evaluate_model(m, Corpus(heldout), seed=seed)
-    _emit(as_json, result, [f"per-word log likelihood {result['per_word_ll']:.4f}",
-                            f"perplexity {result['perplexity']:.2f}",
-                            f"{result['documents']} documents, {result['heldout_tokens']:.0f} held-out tokens"])
+    lines = [f"per-word log likelihood {result['per_word_ll']:.4f}", f"perplexity {result['perplexity']:.2f}",
+             f"{result['documents']} documents, {result['heldout_tokens']:.0f} held-out tokens"]
+    if "per_word_ll_paper_predictive" in result:
+        lines.append(f"with the paper's plug-in softmax(E[theta]): {result['per_word_ll_paper_predictive']:.4f}")
+    _emit(as_json, result, lines)
 
 
 # ------------------------------------------------------------------------------------- topics

@@ -68,18 +68,25 @@ def document_completion(heldout, estep_topics, score_topics, prior, local=None, 
     score_topics (V x K, E[beta]) form the predictive sum.
     """
     local = local or MeanField()
-    total, tokens, docs = 0.0, 0.0, 0
+    total, paper, tokens, docs = 0.0, 0.0, 0.0, 0
     for block in heldout.blocks(block_docs):
         (optr, oind, ocnt), (hptr, hind, hcnt) = split_block(block, seed)
-        theta = np.ascontiguousarray(local.fit(optr, oind, ocnt, estep_topics, prior).theta)
+        result = local.fit(optr, oind, ocnt, estep_topics, prior)
         ll = np.empty(block.n_docs)
-        completion_log_likelihood(hptr, hind, hcnt, theta, score_topics, ll)
+        completion_log_likelihood(hptr, hind, hcnt, np.ascontiguousarray(result.theta), score_topics, ll)
         total += math.fsum(ll)
+        if hasattr(result, "theta_paper"):     # CTM: the paper's plug-in softmax(E[theta]) as well
+            completion_log_likelihood(hptr, hind, hcnt, np.ascontiguousarray(result.theta_paper),
+                                      score_topics, ll)
+            paper += math.fsum(ll)
         tokens += float(hcnt.sum())
         docs += int(np.count_nonzero(np.diff(hptr)))
     per_word = total / tokens if tokens else float("nan")
-    return {"per_word_ll": per_word, "perplexity": math.exp(-per_word) if tokens else float("nan"),
-            "documents": docs, "heldout_tokens": tokens}
+    out = {"per_word_ll": per_word, "perplexity": math.exp(-per_word) if tokens else float("nan"),
+           "documents": docs, "heldout_tokens": tokens}
+    if paper and tokens:
+        out["per_word_ll_paper_predictive"] = paper / tokens
+    return out
 
 
 def evaluate_model(model, heldout, local=None, seed=0):
