@@ -371,11 +371,14 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     weights = m.topic_weights()
     n = min(n_words, m.n_words)
     rows = []
+    by_topic = np.ascontiguousarray(beta.T)
     for k in m.display_order(show_all):
         k = int(k)
-        top = np.argsort(-beta[:, k], kind="stable")[:n]
+        row = by_topic[k]
+        top = np.argpartition(-row, n - 1)[:n] if n < row.shape[0] else np.arange(row.shape[0])
+        top = top[np.lexsort((top, -row[top]))]          # largest first, ties by word index
         rows.append({"topic": k, "weight": float(weights[k]), "words": [m.vocab[i] for i in top],
-                     "weights": [float(beta[i, k]) for i in top]})
+                     "weights": [float(row[i]) for i in top]})
     if as_json:
         click.echo(json.dumps(rows if n_pairs is None else {
             "topics": rows, "correlations": m.correlations().tolist(),
