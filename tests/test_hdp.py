@@ -247,10 +247,13 @@ def test_evaluation_uses_the_two_level_stick_predictive(hdp_corpus, tmp_path):
     assert np.isclose(result["per_word_ll"], total / tokens, rtol=1e-6)
 
 
-def test_model_module_does_not_import_numba():
-    code = ("import sys; import topicscale.models; from topicscale.models.hdp import HDPModel; "
+def test_topics_and_info_do_not_import_numba(cli_model):
+    """`topicscale topics` and `info` load the model, its weights, order and E[beta] without numba."""
+    out, _ = cli_model
+    code = ("import sys; from topicscale.models import load_model; m = load_model(sys.argv[1]); "
+            "m.display_order(False); m.display_order(True); m.expected_beta(); m.describe(); "
             "assert 'numba' not in sys.modules, 'numba imported'")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code, str(out)], check=True)
 
 
 # ---------------------------------------------------------------- command line

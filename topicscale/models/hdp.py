@@ -39,6 +39,16 @@ class HDPPrior:
     alpha: float
 
 
+def stick_weights(a, b):
+    """E[sigma_k(V)] = E[v_k] prod_{l<k} E[1 - v_l] for k = 1..K, v_k ~ Beta(a_k, b_k), v_K = 1
+    (plain numpy: `topics` and `info` need no numba)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    e_v = np.append(a / (a + b), 1.0)
+    rest = np.concatenate([[1.0], np.cumprod(b / (a + b))])
+    return e_v * rest
+
+
 def stick_expectations(a, b):
     """(E[sigma_k(V)], E[log sigma_k(V)]) for k = 1..K of sticks v_k ~ Beta(a_k, b_k), v_K = 1.
 
@@ -49,20 +59,14 @@ def stick_expectations(a, b):
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     K = a.shape[0] + 1
-    total = a + b
     elog_v = np.zeros(K)
     elog_1mv = np.zeros(K)
     if K > 1:
-        psi_total = digamma_array(np.ascontiguousarray(total))
+        psi_total = digamma_array(np.ascontiguousarray(a + b))
         elog_v[:-1] = digamma_array(np.ascontiguousarray(a)) - psi_total
         elog_1mv[:-1] = digamma_array(np.ascontiguousarray(b)) - psi_total
     elog_sigma = elog_v + np.concatenate([[0.0], np.cumsum(elog_1mv[:-1])])
-    e_v = np.ones(K)
-    e_1mv = np.ones(K)
-    e_v[:-1] = a / total
-    e_1mv[:-1] = b / total
-    sigma = e_v * np.concatenate([[1.0], np.cumprod(e_1mv[:-1])])
-    return sigma, elog_sigma
+    return stick_weights(a, b), elog_sigma
 
 
 def carrying(weights, mass):
@@ -115,8 +119,8 @@ class HDPModel:
         psi(1) - psi(K), as the random topics carry no information either. Figure 9 starts
         from the prior, a = 1 and b = omega, where E[log sigma_k(V)] falls by about one nat per
         topic (omega = 1); while the topics are still random that decides which topics the
-        first documents use, and they crowded onto the first few (4 to 7 topics for 8 planted
-        ones, merged in pairs).
+        first documents use, and they crowded onto the first few (5 to 7 topics for 8 planted
+        ones, planted topics merged in pairs).
         """
         K, V = int(n_topics), len(vocab)
         lam = eta + rng.exponential(corpus_docs * 100.0 / (K * V), size=(V, K))
@@ -162,7 +166,7 @@ class HDPModel:
 
     def topic_weights(self):
         """Corpus-level weight of each topic, E[sigma_k(V)] (sums to one over the K topics)."""
-        return stick_expectations(self.a, self.b)[0]
+        return stick_weights(self.a, self.b)
 
     def display_order(self, show_all=True):
         """Topics by decreasing weight: all of them, or (show_all=False) only those that carry
