@@ -256,6 +256,11 @@ def render(r):
                      f"{x['train_seconds']:.1f} | {x['ms_per_doc']:.2f} | {x['process_wall_seconds']:.1f} "
                      f"({x['process_cpu_seconds']:.1f}) | {x['loadavg_before']:.1f} |")
         L.append("")
+        L.append(summary(rows))
+        L.append("")
+    L += ["The paper's fig. 11 (New York Times, 1.8M articles, 8,000 words, kappa = 0.9, S = 500, "
+          "hours of training): LDA K = 25 / 50 / 100 / 200 / 300: -7.73 / -7.68 / -7.66 / -7.78 / -7.98; "
+          "HDP (K = 300, T = 20): -7.38.", ""]
     L += ["* **own held-out LL**: `topicscale eval` (document completion: each held-out document's distinct "
           "words split in halves, the model's own local step on one half, the other half scored under "
           "E[theta] E[beta]; per held-out token). HDP: E[theta_k] = sum_i E[sigma_i(pi_d)] zeta_ik from "
@@ -272,6 +277,27 @@ def render(r):
           "training for gensim). One run each: with other work on the machine (load column) the times "
           "are noisy; compare CPU seconds when the load is high.", ""]
     return "\n".join(L) + "\n"
+
+
+def summary(rows):
+    """One sentence per schedule: what holds of the paper's finding, and the time per document."""
+    lda = [x for x in rows if x["model"] == "lda"]
+    hdp = next((x for x in rows if x["model"] == "hdp"), None)
+    gen = next((x for x in rows if x["model"] == "gensim-hdp"), None)
+    out = []
+    if hdp and lda:
+        best = max(lda, key=lambda x: x["own_per_word_ll"])
+        beaten = [x["K"] for x in lda if hdp["own_per_word_ll"] > x["own_per_word_ll"]]
+        out.append(f"HDP {hdp['own_per_word_ll']:.4f} vs the best LDA (K = {best['K']}) "
+                   f"{best['own_per_word_ll']:.4f}: HDP - best LDA = "
+                   f"{hdp['own_per_word_ll'] - best['own_per_word_ll']:+.4f} nats per word; "
+                   + (f"the HDP is better than LDA at K = {', '.join(map(str, beaten))} only." if beaten
+                      else "the HDP is better than none of the LDA runs."))
+    if hdp and gen:
+        out.append(f"Time per document, topicscale HDP / gensim HdpModel: {hdp['ms_per_doc']:.2f} / "
+                   f"{gen['ms_per_doc']:.2f} ms (ratio {hdp['ms_per_doc'] / gen['ms_per_doc']:.2f}); fold-in LL "
+                   f"{hdp['foldin_per_word_ll']:.4f} vs {gen['foldin_per_word_ll']:.4f}.")
+    return " ".join(out)
 
 
 def parse_args(argv):

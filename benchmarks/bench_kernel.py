@@ -325,6 +325,7 @@ def orchestrate(args):
         for K in args.topics:
             model = base_model(c, K, work, env, log, args.threads)
             spec = {"model": str(model), "train": c["train"], "docs": args.docs, "repeats": args.repeats,
+                    "only": [v for v in args.variants.split(",") if v] if args.variants else None,
                     "threads": [1, args.threads] if args.threads > 1 else [1], "tag": f"kernel-{name}-k{K}"}
             r = run_worker(Path(__file__), "measure", spec, kwork, env, log, f"kernel {name} K={K}")
             results["cases"][f"{name}/K={K}"] = summarize_case(r, args.threads)
@@ -339,9 +340,9 @@ def orchestrate(args):
         if name in corpora:
             results["profiles"][f"{name}/K={K}"] = pyspy_profile(corpora[name], int(K), work, env, log, args.threads)
     results["machine"]["loadavg_at_end"] = os.getloadavg()
-    write_json(out / "kernel.json", results)
+    write_json(out / f"{args.name}.json", results)
     md = render(results)
-    (out / "kernel.md").write_text(md)
+    (out / f"{args.name}.md").write_text(md)
     print(md)
     return results
 
@@ -500,6 +501,8 @@ def parse_args(argv):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--docs", type=int, default=2000, help="documents (minibatches of 500) timed per run")
+    ap.add_argument("--variants", default="", help="only these kernels (e.g. estep,roofline_axpy); default all")
+    ap.add_argument("--name", default="kernel", help="stem of the result files (OUT/NAME.md, OUT/NAME.json)")
     ap.add_argument("--anatomy", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--anatomy-batches", type=int, default=20)
     ap.add_argument("--profile", default="nyt:50,gcide:200",

@@ -391,9 +391,10 @@ def train_vw(spec, snaps):
     if proc.returncode != 0:
         raise RuntimeError(f"vw exited {proc.returncode}: {' '.join(args)}\n" + "\n".join(lines[-20:]))
     per_pass = None
-    for l in lines:
-        if l.startswith("number of examples per pass"):
+    for l in lines:       # "number of examples per pass = N" (several passes) or "number of examples = N"
+        if l.startswith("number of examples per pass") or (l.startswith("number of examples =") and per_pass is None):
             per_pass = int(l.split("=")[1])
+    per_pass = per_pass or corpus.n_docs
     total = end - start
     # time at each pass boundary: interpolate the example counter between minibatch stamps
     times = []

@@ -94,7 +94,7 @@ def run_fit(config, resume=False, progress=False, say=print):
         if model is None:
             model = _new_model(config, corpus)
             model.settings.pop("partial", None)
-            model.settings.update({k: v for k, v in config.items() if k not in RUN_ONLY})
+            model.settings.update({k: v for k, v in config.items() if k not in RUN_ONLY and v is not None})
         return _run(model, config, corpus, heldout, state, algo_state, output, progress, say,
                     fresh=not resume)
 

@@ -9,18 +9,22 @@ a_hat_k = 1 + D sum_{i<=T} zeta_dik counts all T slots of a document, also the s
 no token. The coordinate update leaves such a slot at q(c_di = k) proportional to
 exp(E[log sigma_k(V)]), the corpus sticks' own current shape, so every document adds T - (slots
 it uses) phantom counts that pull the sticks back to wherever they are: on planted data with
-T = 15 and 4 to 5 slots used per document, 70% of the stick counts were phantom, and the
-weights E[sigma_k(V)] stayed spread over 45 of K = 50 topics while 8 topics held 85% of the
-tokens. In the model a slot without tokens carries no information about V (the document's
-infinitely many unused slots integrate out; in the Chinese restaurant franchise they are tables
-nobody sits at), so the sticks count each slot by the probability that it is occupied,
+T = 15 and 4 to 5 slots used per document, 70% of the stick counts were phantom, and it took
+49 of K = 50 topics to carry 99% of the weight E[sigma_k(V)] while 8 topics held 85% of the
+tokens (counting occupied slots only: 13 topics). In the model a slot without tokens carries no
+information about V (the document's infinitely many unused slots integrate out; in the Chinese
+restaurant franchise they are tables nobody sits at), so the sticks count each slot by the
+probability that it is occupied,
 P(slot i holds a token) = 1 - prod_n (1 - phi_dni)^c_dn:
 
     a_hat_k = 1 + D/|S| sum_d m_dk,   b_hat_k = omega + D/|S| sum_d sum_{l>k} m_dl,
     m_dk = sum_i P(slot i occupied) zeta_dik   (expected tables of document d serving topic k)
 
 which is the conditional of the sticks given the table counts m (Teh et al. 2006's posterior of
-the corpus weights). Topics and documents are updated exactly as in figure 9.
+the corpus weights). Topics and documents are updated exactly as in figure 9. On the NYT bag of
+words (K = 150, T = 15, 3 passes, kappa = 0.7, tau = 64) both counts gave the same held-out
+per-word log likelihood (-7.3994 occupied, -7.4005 all slots), but 18 / 37 topics carried 95% /
+99% of the weight instead of 105 / 140.
 """
 from dataclasses import dataclass
 

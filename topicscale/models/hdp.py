@@ -120,7 +120,8 @@ class HDPModel:
         from the prior, a = 1 and b = omega, where E[log sigma_k(V)] falls by about one nat per
         topic (omega = 1); while the topics are still random that decides which topics the
         first documents use, and they crowded onto the first few (5 to 7 topics for 8 planted
-        ones, planted topics merged in pairs).
+        ones, planted topics merged in pairs; on the NYT bag of words, K = 150, 3 passes,
+        kappa = 0.7, tau = 64: held-out per-word log likelihood -7.489 against -7.399).
         """
         K, V = int(n_topics), len(vocab)
         lam = eta + rng.exponential(corpus_docs * 100.0 / (K * V), size=(V, K))
