@@ -49,28 +49,13 @@ document (common random numbers from the caller's seed), so no result depends on
 """
 import numpy as np
 from numba import get_thread_id, njit, prange
+from .meanfield import dot_prefix
 
 LAPLACE = 0
 DELTA = 1
 CHUNK_DOCS = 16
 NORM_FLOOR = 1e-300
 ARMIJO = 1e-4
-
-
-@njit(cache=True, nogil=True, inline="always")
-def dot_prefix(a, b, n):
-    """sum_{p < n} a_p b_p with four independent partial sums in a fixed order (the additions
-    do not wait on each other; results stay deterministic)."""
-    n4 = n - n % 4
-    s0 = s1 = s2 = s3 = 0.0
-    for p in range(0, n4, 4):
-        s0 += a[p] * b[p]
-        s1 += a[p + 1] * b[p + 1]
-        s2 += a[p + 2] * b[p + 2]
-        s3 += a[p + 3] * b[p + 3]
-    for p in range(n4, n):
-        s0 += a[p] * b[p]
-    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True, nogil=True)

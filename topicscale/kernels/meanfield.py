@@ -22,20 +22,26 @@ NORM_FLOOR = 1e-100
 
 
 @njit(cache=True, nogil=True, inline="always")
-def dot(a, b):
-    """sum_k a_k b_k with four independent partial sums: the additions no longer wait on each
-    other (the loop was latency-bound), and the order is fixed, so results stay deterministic."""
-    K = a.shape[0]
-    K4 = K - K % 4
+def dot_prefix(a, b, n):
+    """sum_{p < n} a_p b_p with four independent partial sums: the additions no longer wait on
+    each other (the loop was latency-bound), and the order is fixed, so results stay
+    deterministic."""
+    n4 = n - n % 4
     s0 = s1 = s2 = s3 = 0.0
-    for k in range(0, K4, 4):
-        s0 += a[k] * b[k]
-        s1 += a[k + 1] * b[k + 1]
-        s2 += a[k + 2] * b[k + 2]
-        s3 += a[k + 3] * b[k + 3]
-    for k in range(K4, K):
-        s0 += a[k] * b[k]
+    for p in range(0, n4, 4):
+        s0 += a[p] * b[p]
+        s1 += a[p + 1] * b[p + 1]
+        s2 += a[p + 2] * b[p + 2]
+        s3 += a[p + 3] * b[p + 3]
+    for p in range(n4, n):
+        s0 += a[p] * b[p]
     return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def dot(a, b):
+    """sum_k a_k b_k (see dot_prefix)."""
+    return dot_prefix(a, b, a.shape[0])
 
 
 @njit(cache=True, nogil=True)
