@@ -34,6 +34,7 @@ import numpy as np
 from ..kernels import hdp as kernel
 from ..stats import SufficientStats
 from .schedule import robbins_monro
+from .svi import SVI
 
 
 @dataclass
@@ -126,7 +127,7 @@ class HDPLocal:
         return stats, result
 
 
-class HDPSVI:
+class HDPSVI(SVI):
     """Figure 9, steps 11-12, for a minibatch S of a corpus of D documents:
 
         lambda <- (1 - rho) lambda + rho (eta + D/|S| sum_d sum_i zeta_dik sum_n c_dn phi_dni w_dn)
@@ -139,20 +140,6 @@ class HDPSVI:
     """
     name = "svi"
     DEFAULTS = {"doc_truncation": 15, "omega": 1.0}
-
-    def __init__(self, model, local, corpus_docs, tau=1.0, kappa=0.9):
-        self.model = model
-        self.local = local
-        self.corpus_docs = corpus_docs
-        self.tau = tau
-        self.kappa = kappa
-
-    def step(self, batch):
-        """One minibatch: document step, then the global natural-gradient step. Returns metrics."""
-        stats, result = self.local.statistics(batch, self.model)
-        self.update(stats)
-        return {"rho": self.last_rho, "sweeps": float(result.sweeps.mean()),
-                "threads_used": result.threads_used}
 
     def update(self, stats):
         m = self.model
