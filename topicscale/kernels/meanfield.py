@@ -44,19 +44,73 @@ def dot(a, b):
     return dot_prefix(a, b, a.shape[0])
 
 
-@njit(cache=True, nogil=True)
-def sweep(ids, counts, topics, alpha, gamma_in, gamma_out, exp_elog_theta, acc):
-    """gamma_out = F(gamma_in), one coordinate-ascent sweep (eqs. 33-34); returns the mean
-    absolute change. Leaves exp(E[log theta]) of gamma_in in exp_elog_theta."""
-    K = gamma_in.shape[0]
-    exp_dirichlet_expectation(gamma_in, exp_elog_theta)
+# A document whose K x n block of topic rows has at most this many entries (256 KiB) gets a
+# topic-major copy, so the normalisers are computed for all its words at once (see sweep);
+# longer documents use the rows in place.
+BLOCK_ENTRIES = 1 << 15
+
+
+@njit(cache=True, nogil=True, inline="always")
+def token_weights(ids, counts, topics, block, exp_elog_theta, weight):
+    """weight_n = c_n / norm_n, norm_n = sum_k exp(E[log theta_k]) B[w_n, k] (eq. 33's normaliser).
+
+    With a topic-major block (block[k, n] = B[w_n, k], a C-contiguous K x m array, m >= n), the
+    sum over k runs in the outer loop, four topics at a time, and the inner loop over the words
+    is elementwise: it vectorises without reassociation, and each norm_n is still summed in
+    topic order k = 0, 1, 2, ... Without a block (m < n), each norm is a dot product over a row of B.
+    """
+    n = ids.shape[0]
+    if block.shape[1] < n:
+        for j in range(n):
+            weight[j] = counts[j] / (dot(exp_elog_theta, topics[ids[j]]) + NORM_FLOOR)
+        return
+    K = exp_elog_theta.shape[0]
+    for j in range(n):
+        weight[j] = 0.0
+    K4 = K - K % 4
+    for k in range(0, K4, 4):
+        e0, e1, e2, e3 = exp_elog_theta[k], exp_elog_theta[k + 1], exp_elog_theta[k + 2], exp_elog_theta[k + 3]
+        b0, b1, b2, b3 = block[k], block[k + 1], block[k + 2], block[k + 3]
+        for j in range(n):
+            weight[j] = (((weight[j] + e0 * b0[j]) + e1 * b1[j]) + e2 * b2[j]) + e3 * b3[j]
+    for k in range(K4, K):
+        ek = exp_elog_theta[k]
+        b = block[k]
+        for j in range(n):
+            weight[j] += ek * b[j]
+    for j in range(n):
+        weight[j] = counts[j] / (weight[j] + NORM_FLOOR)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def weighted_row_sum(ids, topics, weight, acc):
+    """acc_k = sum_n weight_n B[w_n, k], summed in word order, four rows per pass over acc."""
+    K = acc.shape[0]
+    n = ids.shape[0]
     for k in range(K):
         acc[k] = 0.0
-    for j in range(ids.shape[0]):
-        row = topics[ids[j]]
-        r = counts[j] / (dot(exp_elog_theta, row) + NORM_FLOOR)
+    n4 = n - n % 4
+    for j in range(0, n4, 4):
+        w0, w1, w2, w3 = topics[ids[j]], topics[ids[j + 1]], topics[ids[j + 2]], topics[ids[j + 3]]
+        r0, r1, r2, r3 = weight[j], weight[j + 1], weight[j + 2], weight[j + 3]
         for k in range(K):
-            acc[k] += r * row[k]
+            acc[k] = (((acc[k] + r0 * w0[k]) + r1 * w1[k]) + r2 * w2[k]) + r3 * w3[k]
+    for j in range(n4, n):
+        w = topics[ids[j]]
+        r = weight[j]
+        for k in range(K):
+            acc[k] += r * w[k]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, exp_elog_theta, acc, weight):
+    """gamma_out = F(gamma_in), one coordinate-ascent sweep (eqs. 33-34); returns the mean
+    absolute change. Leaves exp(E[log theta]) of gamma_in in exp_elog_theta and the token
+    weights c_n / norm_n in weight."""
+    K = gamma_in.shape[0]
+    exp_dirichlet_expectation(gamma_in, exp_elog_theta)
+    token_weights(ids, counts, topics, block, exp_elog_theta, weight)
+    weighted_row_sum(ids, topics, weight, acc)
     change = 0.0
     for k in range(K):
         gamma_out[k] = alpha[k] + exp_elog_theta[k] * acc[k]
@@ -66,7 +120,7 @@ def sweep(ids, counts, topics, alpha, gamma_in, gamma_out, exp_elog_theta, acc):
 
 @njit(cache=True, nogil=True)
 def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate,
-                   gamma, exp_elog_theta, token_weight, scratch):
+                   gamma, exp_elog_theta, token_weight, scratch, block):
     """Fit one document's gamma (in place, from gamma = 1); returns the number of sweeps.
 
     Plain: gamma <- F(gamma) until the mean change is below tol. Accelerated (SQUAREM,
@@ -74,10 +128,18 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate,
     r = g1 - g0, v = g2 - g1 - r, a = min(-|r|/|v|, -1), g0 <- max(g0 - 2 a r + a^2 v, alpha)
     (projected onto the feasible set gamma >= alpha). The convergence test is the same
     (mean change over one sweep below tol), and every F counts against max_iter.
-    scratch is a (4, K) array: g0, g1, g2 and the sweep's accumulator.
+    scratch is a (4, K) array: g0, g1, g2 and the sweep's accumulator. block is a K x m
+    array; when the document has n <= m distinct words, its rows are copied into
+    block[:, :n] topic-major (see token_weights).
     """
     K = gamma.shape[0]
+    n = ids.shape[0]
     g0, g1, g2, acc = scratch[0], scratch[1], scratch[2], scratch[3]
+    if n <= block.shape[1]:
+        for j in range(n):
+            row = topics[ids[j]]
+            for k in range(K):
+                block[k, j] = row[k]
     for k in range(K):
         g0[k] = 1.0
     sweeps = 0
@@ -85,14 +147,16 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate,
     while sweeps < max_iter:
         sweeps += 1
         result = g1
-        if sweep(ids, counts, topics, alpha, g0, g1, exp_elog_theta, acc) < tol or sweeps == max_iter:
+        if sweep(ids, counts, topics, block, alpha, g0, g1, exp_elog_theta, acc, token_weight) < tol \
+                or sweeps == max_iter:
             break
         if not accelerate:
             g0, g1 = g1, g0
             continue
         sweeps += 1
         result = g2
-        if sweep(ids, counts, topics, alpha, g1, g2, exp_elog_theta, acc) < tol or sweeps == max_iter:
+        if sweep(ids, counts, topics, block, alpha, g1, g2, exp_elog_theta, acc, token_weight) < tol \
+                or sweeps == max_iter:
             break
         rr = 0.0
         vv = 0.0
@@ -112,8 +176,7 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate,
         gamma[k] = result[k]
     exp_dirichlet_expectation(gamma, exp_elog_theta)
     # token weights consistent with the final exp(E[log theta]) (used for the statistics)
-    for j in range(ids.shape[0]):
-        token_weight[j] = counts[j] / (dot(exp_elog_theta, topics[ids[j]]) + NORM_FLOOR)
+    token_weights(ids, counts, topics, block, exp_elog_theta, token_weight)
     return sweeps
 
 
@@ -130,13 +193,18 @@ def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, accelerat
     K = topics.shape[1]
     for c in prange(n_chunks):
         chunk_thread[c] = get_thread_id()
+        lo_doc, hi_doc = c * D // n_chunks, (c + 1) * D // n_chunks
+        longest = 0
+        for d in range(lo_doc, hi_doc):
+            longest = max(longest, indptr[d + 1] - indptr[d])
         scratch = np.empty((4, K))
-        for d in range(c * D // n_chunks, (c + 1) * D // n_chunks):
+        block = np.empty((K, min(longest, BLOCK_ENTRIES // K)))
+        for d in range(lo_doc, hi_doc):
             lo = indptr[d]
             hi = indptr[d + 1]
             sweeps[d] = estep_document(indices[lo:hi], counts[lo:hi], topics, alpha, max_iter, tol,
                                        accelerate, gamma[d], exp_elog_theta[d], token_weight[lo:hi],
-                                       scratch)
+                                       scratch, block)
 
 
 @njit(parallel=True, cache=True)
