@@ -6,6 +6,7 @@ from scipy.special import digamma as scipy_digamma
 import reference
 from topicscale.inference.local import MeanField
 from topicscale.kernels import meanfield
+from topicscale.kernels.minibatch import distinct_words, word_major
 from topicscale.kernels.special import digamma, digamma_array, exp_dirichlet_expectation
 from topicscale.models.lda import LDAModel
 from topicscale.corpus.shards import Rows
@@ -35,6 +36,41 @@ def test_exp_dirichlet_expectation():
     out = np.empty(3)
     exp_dirichlet_expectation(g, out)
     assert np.allclose(out, np.exp(scipy_digamma(g) - scipy_digamma(g.sum())), rtol=1e-13)
+
+
+def test_exp_elog_beta_matches_scipy():
+    """exp(psi(lam) - psi(column sum)) for chosen rows, including tiny and huge lambdas."""
+    rng = np.random.default_rng(2)
+    model = LDAModel.initial([f"w{i}" for i in range(200)], 7, 0.1, 0.01, rng)
+    model.lam[:5] = rng.gamma(0.05, 1.0, size=(5, 7))
+    model.lam[5:9] *= 1e6
+    expected = np.exp(scipy_digamma(model.lam) - scipy_digamma(model.lam.sum(axis=0)))
+    np.testing.assert_allclose(model.exp_elog_beta(), expected, rtol=1e-12, atol=0)
+    words = np.array([0, 3, 5, 8, 199])
+    np.testing.assert_allclose(model.exp_elog_beta(words), expected[words], rtol=1e-12, atol=0)
+    model.lam[:, 2] *= 1e-9             # a column sum below 1: the digamma-difference path
+    expected = np.exp(scipy_digamma(model.lam) - scipy_digamma(model.lam.sum(axis=0)))
+    np.testing.assert_allclose(model.exp_elog_beta(words), expected[words], rtol=1e-12, atol=0)
+
+
+def test_minibatch_bookkeeping_matches_numpy():
+    """distinct_words = np.unique(return_inverse); word_major = a stable argsort of the local ids
+    with each entry's document, on random CSR blocks (empty documents and blocks included)."""
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        lengths = rng.integers(0, 9, size=rng.integers(0, 25))
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        indices = rng.integers(0, 40, size=indptr[-1]).astype(np.int32)
+        words, local = distinct_words(indices)
+        expected_words, expected_local = np.unique(indices, return_inverse=True)
+        assert words.dtype == np.int64 and local.dtype == np.int32
+        np.testing.assert_array_equal(words, expected_words)
+        np.testing.assert_array_equal(local, expected_local.ravel())
+        word_ptr, order, doc = word_major(indptr, local, words.shape[0])
+        expected_order = np.argsort(local, kind="stable")
+        np.testing.assert_array_equal(order, expected_order)
+        np.testing.assert_array_equal(doc, np.repeat(np.arange(lengths.shape[0]), lengths)[expected_order])
+        np.testing.assert_array_equal(word_ptr[1:], np.cumsum(np.bincount(local, minlength=words.shape[0])))
 
 
 @pytest.mark.parametrize("accelerate", [False, True])

@@ -38,6 +38,31 @@ def test_minibatches_cover_every_document_once_per_pass(planted):
     assert summary["batches"] == -(-train_corpus.n_docs // 128)
 
 
+class _WithoutWarmUp:
+    """An algorithm as the driver sees it, minus the optional warm_up hook."""
+    def __init__(self, algorithm):
+        self.model, self.step = algorithm.model, algorithm.step
+
+
+def test_kernel_warm_up_leaves_the_model_and_the_fit_unchanged(planted):
+    """The driver's warm-up (kernel loading, not timed as training) must not touch the model:
+    a run with it ends at exactly the topics of a run without it."""
+    _, corpus, _ = planted
+    fitted = []
+    for warm in (True, False):
+        model = LDAModel.initial(corpus.vocab, 10, 0.1, 0.01, np.random.default_rng(3))
+        before = model.lam.copy()
+        algo = SVI(model, MeanField(), corpus.n_docs, tau=1.0, kappa=0.7)
+        if warm:
+            algo.warm_up()
+            assert np.array_equal(model.lam, before) and model.step == 0
+        summary, _ = train(algo if warm else _WithoutWarmUp(algo), corpus,
+                           RunLimits(batch_size=100, passes=1), 5, progress=False)
+        assert summary["kernel_load_seconds"] >= 0
+        fitted.append(model.lam)
+    assert np.array_equal(fitted[0], fitted[1])
+
+
 def test_step_size_schedule():
     assert robbins_monro(0, 1.0, 0.9) == 1.0
     assert np.isclose(robbins_monro(9, 1.0, 0.5), 10 ** -0.5)

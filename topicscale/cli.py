@@ -305,7 +305,7 @@ def fit(ctx, corpus, output, resume, as_json, quiet, **options):
     out = resume or output
     lines = [f"{'stopped' if signum else 'wrote'} {out}: K={summary['topics']}, {summary['docs']} documents "
              f"in {summary['train_seconds']:.2f} s ({summary['docs_per_s'] or 0:.0f} docs/s, "
-             f"{summary['threads']} threads)"]
+             f"{summary['threads']} threads; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"]
     if summary.get("heldout"):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "

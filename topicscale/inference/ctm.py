@@ -37,6 +37,7 @@ import numpy as np
 
 from ..kernels import ctm as kernel
 from ..kernels.meanfield import word_topic_statistics
+from ..kernels.minibatch import distinct_words, word_major
 from ..stats import SufficientStats
 from .schedule import robbins_monro
 
@@ -152,19 +153,15 @@ class _CTMLocal:
 
     def statistics(self, batch, model):
         """Document step on a minibatch (Rows) and its CTMStats for the global step."""
-        words, local = np.unique(batch.indices, return_inverse=True)
-        local = local.astype(np.int32)
+        words, local = distinct_words(batch.indices)
         beta = model.estep_topics(words)
         result, second = self.run(batch.indptr, local, batch.counts, beta, model.local_prior(),
                                   moments=True, proportions=False)
         # phi_nk = r_n / c_n pi_k beta_wk: sum_d c phi = beta_wk sum_d r_dn pi_dk (as LDA's E-step)
-        order = np.argsort(local, kind="stable")
-        word_ptr = np.zeros(words.shape[0] + 1, dtype=np.int64)
-        np.cumsum(np.bincount(local, minlength=words.shape[0]), out=word_ptr[1:])
-        doc_of_token = np.repeat(np.arange(batch.n_docs), np.diff(batch.indptr))
+        word_ptr, order, doc = word_major(batch.indptr, local, words.shape[0])
         pi = result.mean_proportions              # softmax(mu_d) from the kernel (proportions=False)
         word_topic = np.empty((words.shape[0], model.n_topics))
-        word_topic_statistics(word_ptr, doc_of_token[order], result.token_weight[order], pi, word_topic)
+        word_topic_statistics(word_ptr, doc, result.token_weight[order], pi, word_topic)
         word_topic *= beta
         second_sum = np.zeros((model.n_topics, model.n_topics))
         for part in second:                       # chunk order: independent of threads
@@ -172,7 +169,7 @@ class _CTMLocal:
         mu_sum = np.zeros(model.n_topics)
         for row in result.mu:
             mu_sum += row
-        stats = CTMStats(SufficientStats(words.astype(np.int64), word_topic, batch.n_docs, batch.n_tokens),
+        stats = CTMStats(SufficientStats(words, word_topic, batch.n_docs, batch.n_tokens),
                          mu_sum, second_sum, math.fsum(result.bound))
         return stats, result
 

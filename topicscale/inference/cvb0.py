@@ -8,8 +8,9 @@ model.lam / colsum(model.lam) both for SCVB0 (lam = N^Phi + eta) and for mean-fi
 import numpy as np
 
 from ..kernels import cvb0 as kernel
+from ..kernels.minibatch import distinct_words
 from ..stats import SufficientStats
-from .entries import (BLOCK_FLOATS, add_word_statistics, batch_words, check_topics_rows,
+from .entries import (BLOCK_FLOATS, add_word_statistics, check_topics_rows,
                       document_blocks, exp_dirichlet_expectations, local_prior, n_chunks_for,
                       sub_block)
 from .local import LocalResult
@@ -71,7 +72,7 @@ class CVB0:
         """CVB0 on a minibatch (Rows) and its statistics sum_j m_aj gamma_aj per word (hat N^Phi
         without the C/|M| factor). `topics` (rows for the batch's sorted distinct words) replaces
         E[beta] when given (e.g. a sampled beta); `seed` is unused (CVB0 is deterministic)."""
-        words, local = batch_words(batch)
+        words, local = distinct_words(batch.indices)
         K = model.n_topics
         topics = (self.estep_topics(model, words) if topics is None
                   else check_topics_rows(topics, words.shape[0], K))

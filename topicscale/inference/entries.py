@@ -78,12 +78,6 @@ def exp_dirichlet_expectations(gamma):
                   - digamma_array(gamma.sum(axis=1))[:, None])
 
 
-def batch_words(batch):
-    """Sorted distinct word ids of a minibatch and its indices mapped to them (int32)."""
-    words, local = np.unique(batch.indices, return_inverse=True)
-    return words.astype(np.int64), local.astype(np.int32).reshape(-1)
-
-
 def check_topics_rows(topics, n_words, n_topics):
     topics = np.ascontiguousarray(topics, dtype=np.float64)
     if topics.shape != (n_words, n_topics):

@@ -10,8 +10,9 @@ same whatever the number of threads.
 import numpy as np
 
 from ..kernels import gibbs as kernel
+from ..kernels.minibatch import distinct_words
 from ..stats import SufficientStats
-from .entries import (BLOCK_FLOATS, add_word_statistics, batch_words, check_topics_rows,
+from .entries import (BLOCK_FLOATS, add_word_statistics, check_topics_rows,
                       document_blocks, document_seeds, exp_dirichlet_expectations, local_prior,
                       n_chunks_for, step_seed, sub_block)
 from .local import LocalResult
@@ -89,7 +90,7 @@ class Gibbs:
         topics: rows for the batch's sorted distinct words (default exp(E[log beta]));
         seed: the minibatch's seed (default: from this step's seed and model.step).
         """
-        words, local = batch_words(batch)
+        words, local = distinct_words(batch.indices)
         K = model.n_topics
         topics = (self.estep_topics(model, words) if topics is None
                   else check_topics_rows(topics, words.shape[0], K))

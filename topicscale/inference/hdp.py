@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from ..kernels import hdp as kernel
+from ..kernels.minibatch import distinct_words, word_major
 from ..stats import SufficientStats
 from .schedule import robbins_monro
 from .svi import SVI
@@ -108,20 +109,15 @@ class HDPLocal:
 
     def statistics(self, batch, model):
         """Document step on a minibatch (Rows) and its sufficient statistics for HDPSVI."""
-        words, local = np.unique(batch.indices, return_inverse=True)
-        local = local.astype(np.int32)
+        words, local = distinct_words(batch.indices)
         result = self.fit(batch.indptr, local, batch.counts, model.estep_topics(words),
                           model.local_prior(), keep=True)
-        # transpose the minibatch (stable sort keeps document order within each word)
-        order = np.argsort(local, kind="stable")
-        word_ptr = np.zeros(words.shape[0] + 1, dtype=np.int64)
-        np.cumsum(np.bincount(local, minlength=words.shape[0]), out=word_ptr[1:])
-        doc_of_token = np.repeat(np.arange(batch.n_docs), np.diff(batch.indptr))
+        word_ptr, order, doc = word_major(batch.indptr, local, words.shape[0])
         word_topic = np.empty((words.shape[0], model.n_topics))
-        kernel.word_topic_statistics(word_ptr, order, doc_of_token[order],
+        kernel.word_topic_statistics(word_ptr, order, doc,
                                      np.asarray(batch.counts, dtype=np.float64), result.phi,
                                      result.zeta, word_topic)
-        stats = HDPStats(words.astype(np.int64), word_topic, batch.n_docs, batch.n_tokens,
+        stats = HDPStats(words, word_topic, batch.n_docs, batch.n_tokens,
                          result.tables.sum(axis=0))
         result.zeta = result.phi = result.tables = None          # not kept past the step
         return stats, result

@@ -4,7 +4,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ..corpus.shards import Rows
 from ..kernels import meanfield
+from ..kernels.minibatch import distinct_words, word_major
 from ..stats import SufficientStats
 
 
@@ -46,22 +48,24 @@ class MeanField:
         return LocalResult(gamma, exp_elog_theta, token_weight, sweeps,
                            len(np.unique(chunk_thread[chunk_thread >= 0])))
 
+    def warm_up(self, model):
+        """Load (or compile) the kernels `statistics` calls, on a one-word document; leaves the
+        model untouched. The driver calls it before it starts timing the minibatches."""
+        one_word = Rows(np.zeros(1, dtype=np.int64), np.array([0, 1], dtype=np.int64),
+                        np.zeros(1, dtype=np.int32), np.ones(1))
+        self.statistics(one_word, model)
+
     def statistics(self, batch, model):
         """E-step on a minibatch (Rows) and its sufficient statistics for the global step."""
-        words, local = np.unique(batch.indices, return_inverse=True)
-        local = local.astype(np.int32)
+        words, local = distinct_words(batch.indices)
         exp_elog_beta = model.estep_topics(words)
         result = self.fit(batch.indptr, local, batch.counts, exp_elog_beta, model.local_prior())
-        # transpose the minibatch (stable sort keeps document order within each word)
-        order = np.argsort(local, kind="stable")
-        word_ptr = np.zeros(words.shape[0] + 1, dtype=np.int64)
-        np.cumsum(np.bincount(local, minlength=words.shape[0]), out=word_ptr[1:])
-        doc_of_token = np.repeat(np.arange(batch.n_docs), np.diff(batch.indptr))
+        word_ptr, order, doc = word_major(batch.indptr, local, words.shape[0])
         word_topic = np.empty((words.shape[0], model.n_topics))
-        meanfield.word_topic_statistics(word_ptr, doc_of_token[order], result.token_weight[order],
+        meanfield.word_topic_statistics(word_ptr, doc, result.token_weight[order],
                                         result.exp_elog_theta, word_topic)
         word_topic *= exp_elog_beta
-        stats = SufficientStats(words.astype(np.int64), word_topic, batch.n_docs, batch.n_tokens)
+        stats = SufficientStats(words, word_topic, batch.n_docs, batch.n_tokens)
         return stats, result
 
 

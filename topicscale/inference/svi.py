@@ -20,6 +20,12 @@ class SVI:
         return {"rho": self.last_rho, "sweeps": float(result.sweeps.mean()),
                 "threads_used": result.threads_used}
 
+    def warm_up(self):
+        """Load the local step's kernels (see train: not counted as training time)."""
+        warm_up = getattr(self.local, "warm_up", None)
+        if warm_up:
+            warm_up(self.model)
+
     def update(self, stats):
         m = self.model
         rho = robbins_monro(m.step, self.tau, self.kappa)

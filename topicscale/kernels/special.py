@@ -7,7 +7,7 @@ function has no data-dependent loop or branch: one division for the fraction, on
 (above 1e40, where Q would overflow, the fraction is 6/x).
 """
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -83,3 +83,29 @@ def digamma_array(x):
     for i in range(flat.shape[0]):
         out[i] = digamma(flat[i])
     return out.reshape(x.shape)
+
+
+@njit(parallel=True, cache=True)
+def exp_elog_rows(lam, rows, out):
+    """out[i, k] = exp(E[log beta_k, rows[i]]) = exp(psi(lam[rows[i], k]) - psi(sum_w lam[w, k]))
+    for a word-major lam (V x K); rows in parallel. When every column sum is >= 1 (always in
+    practice), as exp_digamma(lam) / exp_digamma(sum): one exp per entry, no log."""
+    V, K = lam.shape
+    total = np.zeros(K)
+    for w in range(V):
+        for k in range(K):
+            total[k] += lam[w, k]
+    ratio = True
+    for k in range(K):
+        ratio = ratio and total[k] >= 1.0
+    scale = np.empty(K)
+    for k in range(K):
+        scale[k] = 1.0 / exp_digamma(total[k]) if ratio else digamma(total[k])
+    for i in prange(rows.shape[0]):
+        row = lam[rows[i]]
+        if ratio:
+            for k in range(K):
+                out[i, k] = exp_digamma(row[k]) * scale[k]
+        else:
+            for k in range(K):
+                out[i, k] = np.exp(digamma(row[k]) - scale[k])

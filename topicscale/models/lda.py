@@ -72,10 +72,11 @@ class LDAModel:
 
     def exp_elog_beta(self, words=None):
         """exp(E[log beta_kw]) = exp(psi(lambda_kw) - psi(sum_v lambda_kv)) for the given rows."""
-        from ..kernels.special import digamma_array   # imports numba: only when needed
-        lam = self.lam if words is None else self.lam[words]
-        return np.exp(digamma_array(np.ascontiguousarray(lam))
-                      - digamma_array(self.lam.sum(axis=0))[None, :])
+        from ..kernels.special import exp_elog_rows   # imports numba: only when needed
+        rows = np.arange(self.n_words) if words is None else np.asarray(words, dtype=np.int64)
+        out = np.empty((rows.shape[0], self.n_topics))
+        exp_elog_rows(np.ascontiguousarray(self.lam), rows, out)
+        return out
 
     def expected_beta(self):
         """E[beta_kw] = lambda_kw / sum_v lambda_kv, word-major (V x K)."""
