@@ -1,13 +1,14 @@
 """Numba kernels against their numpy twins in tests/reference.py."""
 import numpy as np
 import pytest
+from numba import njit
 from scipy.special import digamma as scipy_digamma
 
 import reference
 from topicscale.inference.local import MeanField
 from topicscale.kernels import meanfield
 from topicscale.kernels.minibatch import distinct_words, word_major
-from topicscale.kernels.special import digamma, digamma_array, exp_dirichlet_expectation
+from topicscale.kernels.special import digamma, digamma_array, exp_dirichlet_expectation, vexp
 from topicscale.models.lda import LDAModel
 from topicscale.corpus.shards import Rows
 
@@ -29,6 +30,24 @@ def test_digamma_matches_scipy_from_1e_minus_6_to_1e6():
 
 def test_digamma_of_non_positive_is_nan():
     assert np.isnan(digamma(0.0)) and np.isnan(digamma(-1.0)) and np.isnan(digamma(np.nan))
+
+
+def test_vexp_matches_numpy_exp():
+    """Within 2 ulp of np.exp over the normal range; 0 below -708, inf on overflow, nan for nan."""
+    @njit(error_model="numpy")
+    def vexp_array(x, out):
+        for i in range(x.shape[0]):
+            out[i] = vexp(x[i])
+    x = np.concatenate([np.linspace(-707.9, 709.78, 400_001), np.random.default_rng(5).uniform(-40, 5, 100_000),
+                        [0.0, -0.0, 1e-300, -1e-300]])
+    got = np.empty_like(x)
+    vexp_array(x, got)
+    expected = np.exp(x)
+    assert np.max(np.abs(got - expected) / expected) <= 2 * np.finfo(float).eps
+    edges = np.array([-np.inf, -1e4, -708.5, 709.8, 1e4, np.inf, np.nan])
+    got = np.empty_like(edges)
+    vexp_array(edges, got)
+    assert np.array_equal(got[:3], np.zeros(3)) and np.all(np.isposinf(got[3:6])) and np.isnan(got[6])
 
 
 def test_exp_dirichlet_expectation():

@@ -12,6 +12,10 @@ phi is never stored: with norm_n = sum_k exp(E[log theta_dk]) B[w_n, k], the suf
 statistic sum_d c_dn phi_dnk = exp(E[log theta_dk]) B[w,k] c_n / norm_n, so the kernel
 returns the per-token weight r_n = c_n / norm_n and exp(E[log theta_d]), and the caller
 multiplies by B once per word of the minibatch (Hoffman's trick).
+
+Kernels use numba's error_model="numpy": a float division never raises (none can divide by
+zero here: norms carry NORM_FLOOR), so loops with divisions have no per-element check and
+vectorise.
 """
 import numpy as np
 from numba import njit, prange, get_thread_id
@@ -21,7 +25,7 @@ from .special import exp_dirichlet_expectation
 NORM_FLOOR = 1e-100
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(error_model="numpy", cache=True, nogil=True, inline="always")
 def dot_prefix(a, b, n):
     """sum_{p < n} a_p b_p with four independent partial sums: the additions no longer wait on
     each other (the loop was latency-bound), and the order is fixed, so results stay
@@ -38,7 +42,7 @@ def dot_prefix(a, b, n):
     return (s0 + s1) + (s2 + s3)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(error_model="numpy", cache=True, nogil=True, inline="always")
 def dot(a, b):
     """sum_k a_k b_k (see dot_prefix)."""
     return dot_prefix(a, b, a.shape[0])
@@ -50,7 +54,7 @@ def dot(a, b):
 BLOCK_ENTRIES = 1 << 15
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(error_model="numpy", cache=True, nogil=True, inline="always")
 def token_weights(ids, counts, topics, block, exp_elog_theta, weight):
     """weight_n = c_n / norm_n, norm_n = sum_k exp(E[log theta_k]) B[w_n, k] (eq. 33's normaliser).
 
@@ -82,7 +86,7 @@ def token_weights(ids, counts, topics, block, exp_elog_theta, weight):
         weight[j] = counts[j] / (weight[j] + NORM_FLOOR)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(error_model="numpy", cache=True, nogil=True, inline="always")
 def weighted_row_sum(ids, topics, weight, acc):
     """acc_k = sum_n weight_n B[w_n, k], summed in word order, four rows per pass over acc."""
     K = acc.shape[0]
@@ -102,7 +106,7 @@ def weighted_row_sum(ids, topics, weight, acc):
             acc[k] += r * w[k]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(error_model="numpy", cache=True, nogil=True, inline="always")
 def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, exp_elog_theta, acc, weight):
     """gamma_out = F(gamma_in), one coordinate-ascent sweep (eqs. 33-34); returns the mean
     absolute change. Leaves exp(E[log theta]) of gamma_in in exp_elog_theta and the token
@@ -118,7 +122,7 @@ def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, exp_elog_theta
     return change / K
 
 
-@njit(cache=True, nogil=True)
+@njit(error_model="numpy", cache=True, nogil=True)
 def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate,
                    gamma, exp_elog_theta, token_weight, scratch, block):
     """Fit one document's gamma (in place, from gamma = 1); returns the number of sweeps.
@@ -180,7 +184,7 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate,
     return sweeps
 
 
-@njit(parallel=True, cache=True)
+@njit(error_model="numpy", parallel=True, cache=True)
 def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, accelerate, n_chunks,
                 gamma, exp_elog_theta, token_weight, sweeps, chunk_thread):
     """E-step for every document of a CSR minibatch, parallel over fixed chunks of documents.
@@ -207,7 +211,7 @@ def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, accelerat
                                        scratch, block)
 
 
-@njit(parallel=True, cache=True)
+@njit(error_model="numpy", parallel=True, cache=True)
 def word_topic_statistics(word_ptr, word_docs, word_weight, exp_elog_theta, out):
     """out[j, k] = sum over tokens of word j (in document order) of r_dj * exp(E[log theta_dk]).
 
@@ -227,7 +231,7 @@ def word_topic_statistics(word_ptr, word_docs, word_weight, exp_elog_theta, out)
                 row[k] += r * theta[k]
 
 
-@njit(parallel=True, cache=True)
+@njit(error_model="numpy", parallel=True, cache=True)
 def completion_log_likelihood(indptr, indices, counts, theta, topics, out):
     """out[d] = sum_n c_n log(sum_k theta[d, k] topics[w_n, k])  (SVI paper, section 4)."""
     D = indptr.shape[0] - 1
