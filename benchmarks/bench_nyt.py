@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from statistics import median
+from statistics import median, stdev
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -475,30 +475,40 @@ def orchestrate(args):
     run(ts + tiny + ["-o", scratch / "model-warmup"], env, "topicscale warm-up of the run's numba cache", log)
 
     model_ts = work / "model-ts"
-    fit_cmd = ts + ["fit", train_path, "-k", str(K), "--batch-size", str(args.batch_size),
-                    "--passes", num(args.passes), "--kappa", num(args.kappa), "--tau", num(args.tau),
-                    "--alpha", num(1.0 / K), "--eta", num(args.eta), "--max-iter", str(args.max_iter),
-                    "--tol", num(args.tol), "--threads", str(args.threads), "--seed", str(args.seed),
-                    "--quiet", "--json", "-o", model_ts]
+
+    def fit_cmd(seed):
+        return ts + ["fit", train_path, "-k", str(K), "--batch-size", str(args.batch_size),
+                     "--passes", num(args.passes), "--kappa", num(args.kappa), "--tau", num(args.tau),
+                     "--alpha", num(1.0 / K), "--eta", num(args.eta), "--max-iter", str(args.max_iter),
+                     "--tol", num(args.tol), "--threads", str(args.threads), "--seed", str(seed),
+                     "--quiet", "--json", "-o", model_ts]
     # ---- the timed runs, interleaved (topicscale, then each peer; repeated) so that other load
-    # on the machine falls on all tools alike; every run is a fresh process
-    order = minibatch_order(train_path, args.batch_size, args.seed, env, scratch, log) \
-        if args.peer_order == "topicscale" else None
-    spec = {"train": str(train_path), "heldout": str(held_path), "settings": s, "order": order}
+    # on the machine falls on all tools alike; every run is a fresh process. Run i uses seed
+    # SEED + i for every tool (and, with --peer-order topicscale, the same minibatches for all),
+    # so the held-out scores are paired by seed and averaged over seeds, not one draw.
+    spec = {"train": str(train_path), "heldout": str(held_path), "settings": s}
+    seeds = [args.seed + i for i in range(args.repeats)]
     fits, fit_walls, fit_cpus = [], [], []
     peer_runs = {name: [] for name in args.peers}
-    for i in range(args.repeats):
+    matrices = {}
+    for i, seed in enumerate(seeds):
+        order = minibatch_order(train_path, args.batch_size, seed, env, scratch, log) \
+            if args.peer_order == "topicscale" else None
         if model_ts.exists():            # a fresh model folder each time (the contract command)
             shutil.rmtree(model_ts)
-        out, wall = run(fit_cmd, env, f"topicscale fit ({i + 1}/{args.repeats})", log)
+        out, wall = run(fit_cmd(seed), env, f"topicscale fit ({i + 1}/{args.repeats}, seed {seed})", log)
         fits.append(last_json(out, "topicscale fit"))
         fit_walls.append(wall)
         fit_cpus.append(log[-1]["cpu_seconds"])
+        matrices[f"topicscale#{i}"] = str(scratch / f"topicscale-topics-{i}.npy")
+        run(ts + ["export", model_ts, "-o", matrices[f"topicscale#{i}"]], env,
+            f"topicscale export (seed {seed})", log)
         for name in args.peers:
-            peer_spec = dict(spec, topics_out=str(scratch / f"{name}-topics.npy"))
+            matrices[f"{name}#{i}"] = str(scratch / f"{name}-topics-{i}.npy")
+            peer_spec = dict(spec, order=order, settings=dict(s, seed=seed), topics_out=matrices[f"{name}#{i}"])
             peer_runs[name].append(run_child(name, peer_spec, scratch, env, log,
-                                             f"{name} ({i + 1}/{args.repeats})"))
-    fit = dict(fits[-1])                 # the last run's model is the one exported and scored
+                                             f"{name} ({i + 1}/{args.repeats}, seed {seed})"))
+    fit = dict(fits[-1])
     for key in ("train_seconds", "wall_seconds", "docs", "tokens_per_s"):
         if key not in fit:
             raise BenchError(f"topicscale fit --json printed no {key!r}: {fit}")
@@ -508,23 +518,19 @@ def orchestrate(args):
     fit_wall = median(fit_walls)
     peers = {}
     for name, runs in peer_runs.items():
-        peers[name] = dict(runs[-1])             # the last run's topics are the ones scored
+        peers[name] = dict(runs[-1])
         peers[name]["train_seconds"] = median(x["train_seconds"] for x in runs)
         peers[name]["train_seconds_all"] = [x["train_seconds"] for x in runs]
         peers[name]["process_wall_seconds_all"] = [x["process_wall_seconds"] for x in runs]
         peers[name]["process_cpu_seconds_all"] = [x["process_cpu_seconds"] for x in runs]
         peers[name]["own_all"] = [x["own"]["value"] for x in runs]
 
-    ts_topics = work / "ts-topics.npy"
-    run(ts + ["export", model_ts, "-o", ts_topics], env, "topicscale export", log)
     out, eval_wall = run(ts + ["eval", model_ts, held_path, "--threads", str(args.threads), "--json"],
                          env, "topicscale eval", log)
     own_eval = last_json(out, "topicscale eval")
 
-    # ---- one fold-in for every topic matrix
-    matrices = {"topicscale": str(ts_topics)}
-    matrices.update({name: str(scratch / f"{name}-topics.npy") for name in peers})
-    scores = run_child("score", dict(spec, matrices=matrices), scratch, env, log)
+    # ---- one fold-in for every topic matrix of every run; per tool, the mean over the seeds
+    scores = foldin_by_tool(run_child("score", dict(spec, matrices=matrices), scratch, env, log), seeds)
 
     # ---- step sizes: documented formulas and what each tool actually used
     n_updates = fit.get("batches") or -(-fit["docs"] // args.batch_size)
@@ -566,7 +572,7 @@ def orchestrate(args):
                                    "cold_train_seconds": cold["train_seconds"],
                                    "warm_train_seconds": warm["train_seconds"],
                                    "tiny_fit_docs": cold["docs"]},
-                       "command": " ".join(str(c) for c in fit_cmd)},
+                       "command": " ".join(str(c) for c in fit_cmd(seeds[-1]))},
         "peers": peers,
         "foldin": scores,
         "rho": {"formulas": formulas, "observed": observed, "max_abs_diff_vs_topicscale": rho_check},
@@ -582,6 +588,29 @@ def orchestrate(args):
     return 0
 
 
+def foldin_by_tool(scores, seeds):
+    """{tool: mean per-word LL over the seeds, with every seed's score}, from {"tool#i": score}."""
+    by_tool = {}
+    for key, score in scores.items():
+        if "#" not in key:               # the worker's process_wall_seconds etc.
+            continue
+        tool, i = key.rsplit("#", 1)
+        by_tool.setdefault(tool, {})[int(i)] = score
+    out = {}
+    for tool, runs in by_tool.items():
+        lls = [runs[i]["per_word_ll"] for i in range(len(seeds))]
+        out[tool] = {"per_word_ll": sum(lls) / len(lls), "per_word_ll_all": lls,
+                     "per_word_ll_sd": stdev(lls) if len(lls) > 1 else None, "seeds": seeds,
+                     "documents": runs[0]["documents"], "heldout_tokens": runs[0]["heldout_tokens"]}
+    return out
+
+
+def paired_difference(a, b):
+    """Mean and standard error of a[i] - b[i] (scores of the same seed / minibatches)."""
+    d = [x - y for x, y in zip(a, b)]
+    return sum(d) / len(d), (stdev(d) / len(d) ** 0.5 if len(d) > 1 else None)
+
+
 def verdict(r, args):
     ts_train = r["topicscale"]["fit_summary"]["train_seconds"]
     ts_proc = r["topicscale"]["process_wall_seconds"]
@@ -592,8 +621,10 @@ def verdict(r, args):
             continue
         p = r["peers"][name]["train_seconds"]
         ll = r["foldin"][name]["per_word_ll"]
+        diff, diff_se = paired_difference(r["foldin"]["topicscale"]["per_word_ll_all"],
+                                          r["foldin"][name]["per_word_ll_all"])
         rows[name] = {"speedup_train": p / ts_train, "speedup_process": p / ts_proc,
-                      "ll_diff": ts_ll - ll,
+                      "ll_diff": ts_ll - ll, "ll_diff_se": diff_se,
                       "faster_5x_train": p / ts_train >= args.target_speedup,
                       "faster_5x_process": p / ts_proc >= args.target_speedup,
                       "ll_equal_or_better": ts_ll >= ll - args.ll_tolerance}
@@ -621,11 +652,17 @@ def render_markdown(r):
              f"documents scored ({r['corpus']['heldout_tokens_scored']:.0f} held-out tokens); "
              f"`topicscale prepare --heldout {s['heldout_fraction']} --seed 0`.")
     L.append("")
-    L.append("| tool | threads | train wall s | peer / topicscale | fold-in per-word LL | own score (not comparable) |")
+    n_seeds = len(r["foldin"]["topicscale"]["per_word_ll_all"])
+
+    def ll_txt(name):
+        f = r["foldin"][name]
+        sd = f" ± {f['per_word_ll_sd']:.4f}" if f["per_word_ll_sd"] is not None else ""
+        return f"{f['per_word_ll']:.4f}{sd}"
+    L.append(f"| tool | threads | train wall s | peer / topicscale | fold-in per-word LL (mean ± sd, {n_seeds} seeds) "
+             "| own score, last run (not comparable) |")
     L.append("|---|---|---:|---:|---:|---|")
-    f_ts = r["foldin"]["topicscale"]["per_word_ll"]
     L.append(f"| {LABELS['topicscale']} | {s['threads']} numba threads | {ts_train:.2f} "
-             f"(process {ts['process_wall_seconds']:.2f}) | 1.0 | {f_ts:.4f} | "
+             f"(process {ts['process_wall_seconds']:.2f}) | 1.0 | {ll_txt('topicscale')} | "
              f"`eval` document completion {ts['eval']['per_word_ll']:.4f} |")
     threads_desc = {"gensim": f"1 process (BLAS pinned to {s['threads']})",
                     "gensim-multicore": f"1 worker + 1 main process (BLAS pinned to {s['threads']})",
@@ -637,17 +674,20 @@ def render_markdown(r):
         ratio = p["train_seconds"] / ts_train
         ratio_p = p["train_seconds"] / ts["process_wall_seconds"]
         L.append(f"| {LABELS[name]} | {threads_desc[name]} | {p['train_seconds']:.2f} | "
-                 f"{ratio:.1f} ({ratio_p:.1f} vs process) | {r['foldin'][name]['per_word_ll']:.4f} | {own_txt} |")
+                 f"{ratio:.1f} ({ratio_p:.1f} vs process) | {ll_txt(name)} | {own_txt} |")
     L.append("")
     L.append("* **train wall s**: topicscale: the run summary's `train_seconds` (its minibatch loop, "
-             "minibatch reads included), and in parentheses the wall clock of the whole `topicscale fit` "
+             "minibatch reads included; loading the cached numba kernels, just before the loop, is its "
+             "`kernel_load_seconds`, reported below), and in parentheses the wall clock of the whole `topicscale fit` "
              "process (interpreter start, imports, numba cache load, model write). Peers: the wall clock "
              "of the training call alone (`LdaModel.update`, `LdaMulticore.update`, "
              "`LatentDirichletAllocation.partial_fit` over the whole matrix = one pass of minibatches); "
              "building their input from the native corpus is not counted.")
     L.append(f"* Times are medians of {r['settings']['repeats']} runs per tool, each run a fresh process, "
-             "the tools interleaved round by round (all runs are listed under 'Timing detail'); the last "
-             "run's model is the one scored.")
+             "the tools interleaved round by round (all runs are listed under 'Timing detail'). Run i "
+             "uses seed SEED + i for every tool, so each tool is scored over the same seeds "
+             f"({', '.join(str(x) for x in r['foldin']['topicscale']['seeds'])}) and, run by run, on the "
+             "same minibatches: one seed's score varies by about the sd shown, more than the tools differ.")
     L.append("* **peer / topicscale**: peer train seconds / topicscale `train_seconds` "
              "(and / topicscale whole-process wall).")
     L.append("* **fold-in per-word LL**: every tool's exported K x V E[beta] scored by the same "
@@ -668,33 +708,39 @@ def render_markdown(r):
     ts_min = min(fit["train_seconds_all"])
     for name, x in vd["per_peer"].items():
         p_min = min(r["peers"][name]["train_seconds_all"])
+        se = f" ± {x['ll_diff_se']:.4f} (standard error of the paired differences)" \
+            if x.get("ll_diff_se") is not None else ""
         L.append(f"- vs {LABELS[name]}: {x['speedup_train']:.1f}x (train), {x['speedup_process']:.1f}x "
                  f"(process), {p_min / ts_min:.1f}x fastest run vs fastest run; fold-in LL difference "
-                 f"topicscale - peer = {x['ll_diff']:+.4f}")
+                 f"topicscale - peer = {x['ll_diff']:+.4f}{se}")
     L.append("")
     L.append("## Timing detail")
     L.append("")
     def seq(xs):
         return ", ".join(f"{x:.2f}" for x in xs)
-    L.append("| tool | training runs, s | process wall, s | process CPU (user + sys, reaped children included), s |")
-    L.append("|---|---|---|---|")
+    def lls(name):
+        return ", ".join(f"{x:.4f}" for x in r["foldin"][name]["per_word_ll_all"])
+    L.append("| tool | training runs, s | process wall, s | process CPU (user + sys, reaped children "
+             "included), s | fold-in LL of each run |")
+    L.append("|---|---|---|---|---|")
     L.append(f"| topicscale (each run a `fit` process) | {seq(fit['train_seconds_all'])} | "
-             f"{seq(ts['process_wall_seconds_all'])} | {seq(ts['process_cpu_seconds_all'])} |")
+             f"{seq(ts['process_wall_seconds_all'])} | {seq(ts['process_cpu_seconds_all'])} | {lls('topicscale')} |")
     for name, p in r["peers"].items():
         L.append(f"| {LABELS[name]} (each run a worker process: imports, corpus conversion, training, "
                  f"own score) | {seq(p['train_seconds_all'])} | {seq(p['process_wall_seconds_all'])} | "
-                 f"{seq(p['process_cpu_seconds_all'])} |")
+                 f"{seq(p['process_cpu_seconds_all'])} | {lls(name)} |")
     L.append("")
     b = ts.get("batches") or {}
     secs = [x for x in b.get("seconds", []) if x is not None]
     sweeps = [x for x in b.get("sweeps", []) if x is not None]
     if len(secs) > 1:
-        L.append(f"topicscale's last fit, per minibatch (metrics.jsonl): first {secs[0]:.3f} s (includes "
-                 f"loading the cached numba kernels into the process), the other {len(secs) - 1} "
+        L.append(f"topicscale's last fit, per minibatch (metrics.jsonl): first {secs[0]:.3f} s, the other {len(secs) - 1} "
                  f"{sum(secs[1:]) / (len(secs) - 1):.3f} s on average; mean E-step sweeps per document "
                  f"{sweeps[0]:.1f} in the first minibatch, {sweeps[-1]:.1f} in the last "
                  f"(cap {s['max_iter']}). Throughput {fit.get('tokens_per_s', 0):,.0f} tokens/s "
-                 f"(last run).")
+                 f"(last run). Loading the cached numba kernels into the process took "
+                 f"{fit.get('kernel_load_seconds', float('nan')):.2f} s before the first minibatch (the fit's "
+                 f"`kernel_load_seconds`, outside `train_seconds`, inside the process wall).")
         L.append("")
     st = ts["startup"]
     L.append("## topicscale start-up (numba compile excluded from the table)")
@@ -716,7 +762,7 @@ def render_markdown(r):
     L.append(f"K={K}, minibatch S={s['batch_size']}, one pass, alpha=1/K={s['alpha']:.4g} (symmetric), "
              f"eta={s['eta']:g}, kappa={s['kappa']:g}, tau={s['tau']:g}, E-step cap {s['max_iter']} "
              f"iterations, E-step tolerance {s['tol']:g} (all three: mean absolute change of gamma_d), "
-             f"{s['threads']} threads, seed {s['seed']}.")
+             f"{s['threads']} threads, seeds {s['seed']}..{s['seed'] + s['repeats'] - 1} (one per run).")
     L.append("")
     order = r["corpus"]["peer_order"]
     if order == "topicscale":
@@ -742,7 +788,7 @@ def render_markdown(r):
     L.append(f"| E-step tolerance | `--tol {s['tol']:g}` | `gamma_threshold={s['tol']:g}` | "
              f"`mean_change_tol={s['tol']:g}` |")
     L.append(f"| threads | `--threads {s['threads']}` | BLAS {s['threads']} | `n_jobs={s['threads']}`, BLAS {s['threads']} |")
-    L.append(f"| seed | `--seed {s['seed']}` | `random_state={s['seed']}` | `random_state={s['seed']}` |")
+    L.append("| seed of run i | `--seed SEED+i` | `random_state=SEED+i` | `random_state=SEED+i` |")
     L.append("")
     L.append("## Step size: one rho sequence for all")
     L.append("")
