@@ -7,9 +7,12 @@ A case is CORPUS:K[:PASSES] (PASSES defaults to --passes, 5). For each case, eve
 PASSES passes (tomotopy: 20 x PASSES Gibbs iterations) in a fresh process (peers.py), saving its
 K x V topic matrix at points along the way; the runs of all tools are interleaved (repeat 1 of
 every tool, then repeat 2, ..., the tool order rotated between repeats) so that load from other
-work on the machine falls on all of them. Snapshots of the first repeat are scored with
-topicscale.evaluate.evaluate_topics (one fold-in for everyone: mean-field document completion,
-alpha = 1/K, topics fixed); the times at each snapshot are medians over the repeats.
+work on the machine falls on all of them. Repeat r of every tool uses seed SEED + r (and, for the
+tools fed topicscale's minibatch order, that seed's order). Every repeat's snapshots are scored
+with topicscale.evaluate.evaluate_topics (one fold-in for everyone: mean-field document
+completion, alpha = 1/K, topics fixed); a snapshot's score is the mean over the repeats (one
+seed's score varies by about 0.01 nats/word on NYT, more than the tools differ), its time the
+median over the repeats.
 
 The ratio for a peer P: P's training time to its best score within the passes / topicscale's
 training time to its first snapshot that scores at least as well. topicscale's snapshots are
@@ -89,7 +92,8 @@ def run_case(args, corpus, K, passes, tools, env, work, log):
     for rep in range(R):
         order = tools[rep % len(tools):] + tools[:rep % len(tools)]
         for tool in order:
-            spec = dict(base, tool=tool, keep_snapshots=(rep == 0), tag=f"{corpus['name']}-k{K}-{tool}-r{rep}",
+            spec = dict(base, settings=dict(s, seed=args.seed + rep), tool=tool,
+                        tag=f"{corpus['name']}-k{K}-{tool}-r{rep}",
                         snap_dir=str(cwork / f"{tool}-r{rep}"),
                         snap_batches=snap_batches(B, passes, TS_FRACTIONS if tool.startswith("topicscale")
                                                   else PEER_FRACTIONS))
@@ -101,14 +105,14 @@ def run_case(args, corpus, K, passes, tools, env, work, log):
                 r = {"error": str(exc)[-2000:]}
             r["loadavg_1min_before"] = log[-1].get("loadavg_1min_before")
             runs[tool].append(r)
-    # ---- score the first repeat's snapshots (one process, one fold-in for all)
+    # ---- score every repeat's snapshots (one process, one fold-in for all)
     paths, owners = [], []
     for tool in tools:
-        first = runs[tool][0]
-        for i, item in enumerate(first.get("snapshots", [])):
-            if "path" in item:
-                paths.append(item["path"])
-                owners.append((tool, i))
+        for r in runs[tool]:
+            for i, item in enumerate(r.get("snapshots", [])):
+                if "path" in item:
+                    paths.append(item["path"])
+                    owners.append((tool, id(r), i))
     scores = run_worker(HERE / "peers.py", "score", {"heldout": corpus["heldout"], "paths": paths,
                                                       "threads": args.threads, "tag": f"score-{corpus['name']}-k{K}"},
                         cwork, env, log, f"{name} score {len(paths)} snapshots", timeout=args.timeout) if paths else []
@@ -127,10 +131,14 @@ def run_case(args, corpus, K, passes, tools, env, work, log):
             item["train_seconds_runs"] = times
             item["train_seconds"] = med(times)
             points.append(item)
-        for (t, i), sc in zip(owners, scores):
-            if t == tool:
-                points[i]["score"] = sc["per_word_ll"]
-                points[i]["score_seconds"] = sc["seconds"]
+        # a point's score: the mean over the repeats (seeds) of their snapshots at the same place
+        by_point = {}
+        for (t, run_id, i), sc in zip(owners, scores):
+            if t == tool and run_id in {id(r) for r in good} and i < n:
+                by_point.setdefault(i, []).append(sc["per_word_ll"])
+        for i, lls in by_point.items():
+            points[i]["score_runs"] = lls
+            points[i]["score"] = sum(lls) / len(lls)
         curves[tool] = {"points": points, "runs": [{k: v for k, v in r.items() if k != "snapshots"} for r in good],
                         "final_sha256": [r["snapshots"][-1].get("sha256") for r in good]}
     # ---- the real CLI run: same topics bit for bit?
@@ -279,8 +287,9 @@ def render(r):
     L.append("")
     L.append(f"Shared settings: minibatch S = {s['batch_size']}, alpha = 1/K, eta = {s['eta']}, rho_t = (tau + t)^-kappa "
              f"with kappa = {s['kappa']}, tau = {s['tau']:g} (mapped per tool, below), E-step cap {s['max_iter']} "
-             f"iterations, tolerance {s['tol']:g}, {s['threads']} threads, seed {s['seed']}; interleaved repeats "
-             "per tool as listed per case (median time, [min-max]). Scores: every tool's K x V E[beta] "
+             f"iterations, tolerance {s['tol']:g}, {s['threads']} threads; interleaved repeats per tool as "
+             f"listed per case, repeat r with seed {s['seed']} + r for every tool (median time, [min-max]; "
+             "scores are means over the repeats' seeds). Scores: every tool's K x V E[beta] "
              "through the same `topicscale.evaluate.evaluate_topics` (document completion, mean-field fold-in "
              "with alpha = 1/K on half of each held-out document's distinct words, predictive log likelihood of "
              "the other half per token; higher is better).")
@@ -332,8 +341,8 @@ def render(r):
         if case.get("plot"):
             L.append(f"![{case['case']}]({Path(case['plot']).name})")
             L.append("")
-        L.append("| tool | best score (within the passes) | time to best, s | at | final score | total train s "
-                 "(repeats) | s per pass | peak RSS MB |")
+        L.append("| tool | best score (within the passes; mean over seeds) | time to best, s | at | final score "
+                 "(mean; each seed) | total train s (repeats) | s per pass | peak RSS MB |")
         L.append("|---|---:|---:|---|---:|---|---:|---:|")
         for tool, cur in case["curves"].items():
             if "points" not in cur:
@@ -345,8 +354,9 @@ def render(r):
             at = ", ".join(f"{k} {b[k]}" for k in ("passes", "batches", "iterations") if b and k in b)
             rss = max(x.get("peak_rss_mb", 0) for x in cur["runs"])
             per_pass = last["train_seconds"] / case["passes"]
+            each = ", ".join(f"{x:.4f}" for x in last.get("score_runs", []))
             L.append(f"| {LABELS[tool]} | {b['score']:.4f} | {b['train_seconds']:.2f} | {at} | "
-                     f"{last.get('score', float('nan')):.4f} | {fmt_spread(last['train_seconds_runs'])} | "
+                     f"{last.get('score', float('nan')):.4f} ({each}) | {fmt_spread(last['train_seconds_runs'])} | "
                      f"{per_pass:.2f} | {rss:.0f} |")
         L.append("")
         ts = case["curves"].get("topicscale", {})
