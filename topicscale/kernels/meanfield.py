@@ -54,7 +54,7 @@ def dot(a, b):
 BLOCK_ENTRIES = 1 << 15
 
 
-@njit(error_model="numpy", cache=True, nogil=True, inline="always")
+@njit(error_model="numpy", cache=True, nogil=True)
 def token_weights(ids, counts, topics, block, exp_elog_theta, weight):
     """weight_n = c_n / norm_n, norm_n = sum_k exp(E[log theta_k]) B[w_n, k] (eq. 33's normaliser).
 
@@ -86,7 +86,7 @@ def token_weights(ids, counts, topics, block, exp_elog_theta, weight):
         weight[j] = counts[j] / (weight[j] + NORM_FLOOR)
 
 
-@njit(error_model="numpy", cache=True, nogil=True, inline="always")
+@njit(error_model="numpy", cache=True, nogil=True)
 def weighted_row_sum(ids, topics, weight, acc):
     """acc_k = sum_n weight_n B[w_n, k], summed in word order, four rows per pass over acc."""
     K = acc.shape[0]
@@ -106,7 +106,7 @@ def weighted_row_sum(ids, topics, weight, acc):
             acc[k] += r * w[k]
 
 
-@njit(error_model="numpy", cache=True, nogil=True, inline="always")
+@njit(error_model="numpy", cache=True, nogil=True)
 def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, exp_elog_theta, acc, weight):
     """gamma_out = F(gamma_in), one coordinate-ascent sweep (eqs. 33-34); returns the mean
     absolute change. Leaves exp(E[log theta]) of gamma_in in exp_elog_theta and the token
