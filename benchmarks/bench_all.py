@@ -57,6 +57,9 @@ def load(out, name):
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+EXTRA_PEER_RUNS = {"peers-nyt-k50-vectorised": " [re-run: 5 seeds, vectorised E-step]"}
+
+
 def summarize(out):
     kernel, peers, scale, startup = (load(out, n) for n in ("kernel", "peers", "scale", "startup"))
     rows = []
@@ -64,23 +67,30 @@ def summarize(out):
     def add(target, figure, met, where):
         rows.append({"target": target, "figure": figure, "met": met, "where": where})
 
-    if peers:
+    def add_peer_rows(peers, note, where):
         for case in peers["cases"]:
             for variant in ("topicscale", "topicscale-accelerate"):
                 v = case["ratios"].get(variant)
                 if not v:
                     continue
-                tag = "" if variant == "topicscale" else " (--accelerate, extra row)"
+                tag = note + ("" if variant == "topicscale" else " (--accelerate, extra row)")
                 for peer, x in v["per_peer"].items():
                     goal = x.get("target")
                     fig = (f"{x['ratio']:.2f}x (interpolated {x['ratio_interpolated']:.2f}x)" if x["ratio"] is not None
                            else f"not reached: peer best {x['peer_best_score']:.4f}, topicscale best {v['best_score']:.4f}")
                     add(f"{case['case']} ({case['passes']} passes): time ratio vs {peer}"
                         + (f" >= {goal:g}x" if goal else " (no target)") + tag,
-                        fig, x.get("met") if goal else None, "peers.md")
+                        fig, x.get("met") if goal else None, where)
                 add(f"{case['case']}: topicscale final score >= best peer's{tag}",
                     f"{v['final_score']:.4f} vs {v['best_peer']} {v['best_peer_score']:.4f}",
-                    v.get("final_at_least_best_peer"), "peers.md")
+                    v.get("final_at_least_best_peer"), where)
+
+    if peers:
+        add_peer_rows(peers, "", "peers.md")
+    for name, note in EXTRA_PEER_RUNS.items():       # runs kept beside the full one (benchmarks/README.md)
+        extra = load(out, f"{name}/peers")
+        if extra:
+            add_peer_rows(extra, note, f"{name}/peers.md")
     if kernel:
         for key, c in kernel["cases"].items():
             if "efficiency" in c:
