@@ -213,3 +213,17 @@ def test_inference_matrix_refuses_combinations_it_does_not_accept(sotu, tmp_path
     run("fit", root / "corpus", "--algorithm", "scvb0", "-k", "3", "--max-docs", "300", "-o", tmp_path / "s")
     info = json.loads(run("info", tmp_path / "s", "--json").output)
     assert info["batch_size"] == 100 and info["alpha"] == pytest.approx(0.1) and info["tau"] == 1000
+
+
+def test_largest_per_column_matches_a_full_sort():
+    """`topics` finds each topic's top words block by block; the same words as a full sort."""
+    from topicscale.cli import _largest_per_column
+    rng = np.random.default_rng(7)
+    matrix = rng.random((10_000, 7))
+    for n in (1, 10, 999):
+        got = _largest_per_column(matrix, n, block_rows=1000)
+        expected = np.argsort(-matrix, axis=0)[:n]
+        assert got.shape == (n, 7)
+        assert all(set(got[:, k]) == set(expected[:, k]) for k in range(7))
+    small = rng.random((5, 3))
+    assert np.array_equal(np.sort(_largest_per_column(small, 9), axis=0), np.tile(np.arange(5)[:, None], (1, 3)))
