@@ -49,7 +49,7 @@ def dot(a, b):
 
 
 # A document whose K x n block of topic rows has at most this many entries (256 KiB) gets a
-# topic-major copy, so the normalisers are computed for all its words at once (see sweep);
+# topic-major copy, so the normalisers are computed for all its words at once (see token_weights);
 # longer documents use the rows in place.
 BLOCK_ENTRIES = 1 << 15
 
