@@ -26,7 +26,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -149,6 +148,7 @@ def worker_anatomy(spec):
     from topicscale.corpus.stream import MinibatchStream
     from topicscale.inference.schedule import robbins_monro
     from topicscale.kernels import meanfield
+    from topicscale.kernels.minibatch import distinct_words, word_major
     from topicscale.models import load_model
     from topicscale.stats import SufficientStats
     numba.set_num_threads(spec["threads"])
@@ -166,23 +166,19 @@ def worker_anatomy(spec):
         t0 = clock()
         _, batch = next(iter([(None, corpus.rows(batch.rows))]))            # 1. read (gather rows)
         t1 = clock()
-        words, loc = np.unique(batch.indices, return_inverse=True)           # 2. local word ids
-        loc = loc.astype(np.int32)
+        words, loc = distinct_words(batch.indices)                            # 2. local word ids
         t2 = clock()
         exp_elog_beta = model.estep_topics(words)                            # 3. exp(E[log beta]) rows
         t3 = clock()
         result = local.fit(batch.indptr, loc, batch.counts, exp_elog_beta, model.local_prior())   # 4. E-step
         t4 = clock()
-        order = np.argsort(loc, kind="stable")                               # 5. transpose
-        word_ptr = np.zeros(words.shape[0] + 1, dtype=np.int64)
-        np.cumsum(np.bincount(loc, minlength=words.shape[0]), out=word_ptr[1:])
-        doc_of_token = np.repeat(np.arange(batch.n_docs), np.diff(batch.indptr))
+        word_ptr, order, doc = word_major(batch.indptr, loc, words.shape[0])   # 5. transpose
         t5 = clock()
         word_topic = np.empty((words.shape[0], model.n_topics))
-        meanfield.word_topic_statistics(word_ptr, doc_of_token[order], result.token_weight[order],
+        meanfield.word_topic_statistics(word_ptr, doc, result.token_weight[order],
                                         result.exp_elog_theta, word_topic)   # 6. statistics kernel
         word_topic *= exp_elog_beta
-        stats = SufficientStats(words.astype(np.int64), word_topic, batch.n_docs, batch.n_tokens)
+        stats = SufficientStats(words, word_topic, batch.n_docs, batch.n_tokens)
         t6 = clock()
         rho = robbins_monro(model.step, SETTINGS["tau"], SETTINGS["kappa"])  # 7. global step (SVI.update)
         model.lam *= 1.0 - rho

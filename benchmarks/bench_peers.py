@@ -30,7 +30,6 @@ import argparse
 import datetime as dt
 import hashlib
 import json
-import math
 import os
 import shutil
 import sys
@@ -41,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from common import (BenchError, child_env, fmt_spread, machine, med, run, run_worker, spread,  # noqa: E402
+from common import (BenchError, child_env, fmt_spread, machine, med, run, run_worker,  # noqa: E402
                     topicscale_command, write_json)
 
 TOOLS = ("topicscale", "topicscale-accelerate", "gensim", "gensim-multicore", "sklearn", "tomotopy", "vw")

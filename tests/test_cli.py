@@ -219,7 +219,7 @@ def test_largest_per_column_matches_a_full_sort():
     """`topics` finds each topic's top words block by block; the same words as a full sort."""
     from topicscale.cli import _largest_per_column
     rng = np.random.default_rng(7)
-    matrix = rng.random((10_000, 7))
+    matrix = rng.random((10_500, 7))          # the last block (500 rows) is shorter than n = 999
     for n in (1, 10, 999):
         got = _largest_per_column(matrix, n, block_rows=1000)
         expected = np.argsort(-matrix, axis=0)[:n]

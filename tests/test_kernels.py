@@ -28,6 +28,13 @@ def test_digamma_matches_scipy_from_1e_minus_6_to_1e6():
     assert np.max(np.abs(ours - ref) / np.maximum(1.0, np.abs(ref))) < 1e-12
 
 
+def test_digamma_matches_scipy_at_the_extremes():
+    """Tiny arguments (psi ~ -1/x) and huge ones, across the x > 1e40 switch of the shift."""
+    x = np.concatenate([np.logspace(-300, -6, 2000), np.logspace(6, 300, 2000), [1e40, 1.0000001e40]])
+    ref = scipy_digamma(x)
+    assert np.max(np.abs(digamma_array(x) - ref) / np.abs(ref)) < 1e-13
+
+
 def test_digamma_of_non_positive_is_nan():
     assert np.isnan(digamma(0.0)) and np.isnan(digamma(-1.0)) and np.isnan(digamma(np.nan))
 
@@ -111,6 +118,26 @@ def test_estep_matches_numpy_reference(K, accelerate):
         # token weights reproduce phi: phi_nk = r_n / c_n * exp(E log theta_k) * B[w_n, k]
         phi_kernel = (result.token_weight[a:b] / counts[a:b])[:, None] * eet[None, :] * topics[indices[a:b]]
         assert np.allclose(phi_kernel, phi, rtol=1e-8, atol=1e-12)
+
+
+def test_long_documents_take_the_row_path_with_the_same_result():
+    """A document longer than its chunk's block (block.shape[1] < n) uses one dot product per
+    word instead of the topic-major block: same fixed point, to rounding."""
+    rng = np.random.default_rng(11)
+    K, n = 12, 30
+    ids = np.sort(rng.choice(200, n, replace=False)).astype(np.int32)
+    counts = rng.integers(1, 5, n).astype(np.float64)
+    topics = rng.gamma(0.5, 1.0, size=(200, K))
+    alpha = np.full(K, 0.1)
+    gammas, sweeps = [], []
+    for block in (np.empty((K, n)), np.empty((K, 0))):
+        gamma, eet, weight, scratch = np.empty(K), np.empty(K), np.empty(n), np.empty((4, K))
+        sweeps.append(meanfield.estep_document(ids, counts, topics, alpha, 200, 1e-10, False,
+                                               gamma, eet, weight, scratch, block))
+        gammas.append(gamma)
+    reference_gamma = reference.estep_document(ids, counts, topics, alpha, 200, 1e-10, False)[0]
+    np.testing.assert_allclose(gammas[0], gammas[1], rtol=1e-9)
+    np.testing.assert_allclose(gammas[1], reference_gamma, rtol=1e-8)
 
 
 def test_minibatch_statistics_match_reference():

@@ -305,7 +305,9 @@ def fit(ctx, corpus, output, resume, as_json, quiet, **options):
     out = resume or output
     lines = [f"{'stopped' if signum else 'wrote'} {out}: K={summary['topics']}, {summary['docs']} documents "
              f"in {summary['train_seconds']:.2f} s ({summary['docs_per_s'] or 0:.0f} docs/s, "
-             f"{summary['threads']} threads; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"]
+             f"{summary['threads']} threads"
+             + (f"; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"
+                if summary.get("kernel_load_seconds") is not None else ")")]
     if summary.get("heldout"):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
@@ -346,7 +348,7 @@ def eval_(model, heldout, seed, threads, as_json):
 
 # ------------------------------------------------------------------------------------- topics
 def _largest_per_column(matrix, n, block_rows=4096):
-    """Row indices (n x K) of the n largest entries of each column of a row-major V x K matrix.
+    """Row indices (min(n, V) x K) of the n largest entries of each column of a row-major V x K matrix.
 
     Partitions blocks of rows (cache-sized, in row order), then partitions the candidates: no
     transposed copy of the matrix, which for V = 92k, K = 200 took longer than reading it."""

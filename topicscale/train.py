@@ -75,10 +75,11 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
 
     # numba loads its cached kernels (or compiles them) on their first call in a process: done
     # here, when the algorithm offers it, and reported apart from the training time
-    t_load = time.perf_counter()
+    kernel_load_seconds = None
     if hasattr(algorithm, "warm_up"):
+        t_load = time.perf_counter()
         algorithm.warm_up()
-    kernel_load_seconds = time.perf_counter() - t_load
+        kernel_load_seconds = time.perf_counter() - t_load
     finished = False
     batches = stream(StreamPosition(state.epoch, state.batch))
     try:

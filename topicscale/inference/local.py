@@ -24,6 +24,13 @@ class LocalResult:
         return self.gamma / self.gamma.sum(axis=1, keepdims=True)
 
 
+def one_word_batch():
+    """A minibatch of one document holding one token of word 0, with the dtypes of real shards
+    (so it loads the same kernel specialisations), for warming up kernels."""
+    return Rows(np.zeros(1, dtype=np.int64), np.array([0, 1], dtype=np.int64),
+                np.zeros(1, dtype=np.int32), np.ones(1))
+
+
 class MeanField:
     """Mean-field E-step of LDA (SVI paper eqs. 33-34), numba kernel parallel over documents."""
     name = "meanfield"
@@ -49,11 +56,9 @@ class MeanField:
                            len(np.unique(chunk_thread[chunk_thread >= 0])))
 
     def warm_up(self, model):
-        """Load (or compile) the kernels `statistics` calls, on a one-word document; leaves the
-        model untouched. The driver calls it before it starts timing the minibatches."""
-        one_word = Rows(np.zeros(1, dtype=np.int64), np.array([0, 1], dtype=np.int64),
-                        np.zeros(1, dtype=np.int32), np.ones(1))
-        self.statistics(one_word, model)
+        """Load (or compile) the kernels `statistics` calls; leaves the model untouched. The
+        driver calls it before it starts timing the minibatches."""
+        self.statistics(one_word_batch(), model)
 
     def statistics(self, batch, model):
         """E-step on a minibatch (Rows) and its sufficient statistics for the global step."""

@@ -5,8 +5,8 @@ For document d with distinct words w_n and counts c_n, iterate from gamma_dk = 1
     gamma_dk = alpha_k + sum_n c_n phi_nk                                      (eq. 34)
 until the mean absolute change of gamma_d falls below `tol` or `max_iter` sweeps ran;
 optionally accelerated by SQUAREM (see estep_document).
-B is exp(E[log beta]) in training (V x K, word-major, so the loop over topics is
-contiguous), or a point estimate of the topics when folding in exported topics.
+B is exp(E[log beta]) in training (V x K, word-major, so a word's row is contiguous), or a
+point estimate of the topics when folding in exported topics.
 
 phi is never stored: with norm_n = sum_k exp(E[log theta_dk]) B[w_n, k], the sufficient
 statistic sum_d c_dn phi_dnk = exp(E[log theta_dk]) B[w,k] c_n / norm_n, so the kernel
@@ -60,8 +60,10 @@ def token_weights(ids, counts, topics, block, exp_elog_theta, weight):
 
     With a topic-major block (block[k, n] = B[w_n, k], a C-contiguous K x m array, m >= n), the
     sum over k runs in the outer loop, four topics at a time, and the inner loop over the words
-    is elementwise: it vectorises without reassociation, and each norm_n is still summed in
-    topic order k = 0, 1, 2, ... Without a block (m < n), each norm is a dot product over a row of B.
+    is elementwise: it vectorises without reassociation, and each norm_n is summed in topic
+    order k = 0, 1, 2, ... Without a block (m < n: long documents), each norm is a dot product
+    over a row of B (four partial sums), which rounds differently; which path a document takes
+    depends only on its length and K, so results stay reproducible.
     """
     n = ids.shape[0]
     if block.shape[1] < n:

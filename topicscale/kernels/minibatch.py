@@ -1,4 +1,4 @@
-"""Index bookkeeping of a minibatch, linear in its size (no sorting)."""
+"""Index bookkeeping of a minibatch in O(non-zeros + largest word id), without sorting."""
 import numpy as np
 from numba import njit
 

@@ -8,8 +8,9 @@ function has no data-dependent loop or branch: one division for the fraction, on
 
 exp: numba's np.exp is a call into libm per element, which keeps loops over topics scalar;
 `vexp` is exp as straight-line arithmetic (Cody-Waite reduction, degree-13 Taylor polynomial,
-exponent by bit pattern), so such loops vectorise. Within 1.01 ulp of np.exp from -708 to
-709.78; exp(x) = 0 below -708 (where np.exp gives subnormals < 3e-308), inf above, nan for nan.
+exponent by bit pattern), so such loops vectorise. Within about 1 ulp of np.exp from -708 to
+709.78 (the test allows 2); exp(x) = 0 for x <= -708 (np.exp gives at most 3.3e-308 there), inf
+above 709.78, nan for nan.
 """
 import numpy as np
 from llvmlite import ir
@@ -64,7 +65,7 @@ def _shifted(x):
     q45 = (x + 4.0) * (x + 5.0)
     p = (2.0 * x + 1.0) * q23 * q45 + (2.0 * x + 5.0) * q01 * q45 + (2.0 * x + 9.0) * q01 * q23
     q = q01 * q23 * q45
-    if x > 1e40:                # Q would overflow; the sum is 6/x to double precision
+    if x > 1e40:                # the sum is 6/x to double precision (and Q overflows near 1e51)
         p, q = 6.0, x
     y = x + 6.0
     inv = 1.0 / y
@@ -92,7 +93,8 @@ def exp_digamma(x):
 
 @njit(error_model="numpy", cache=True, nogil=True)
 def exp_dirichlet_expectation(gamma, out):
-    """out_k = exp(E[log theta_k]) = exp(psi(gamma_k) - psi(sum_j gamma_j)), theta ~ Dir(gamma).
+    """out_k = exp(E[log theta_k]) = exp(psi(gamma_k) - psi(sum_j gamma_j)), theta ~ Dir(gamma),
+    for gamma > 0 (the E-step keeps gamma >= alpha > 0).
 
     For sum_j gamma_j >= 1 (always, once a document has a token), with psi(x) = log(y) + r
     (see _shifted) this is (y_k / y_sum) exp(r_k - r_sum): one exp per topic and no log, and

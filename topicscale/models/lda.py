@@ -74,6 +74,8 @@ class LDAModel:
         """exp(E[log beta_kw]) = exp(psi(lambda_kw) - psi(sum_v lambda_kv)) for the given rows."""
         from ..kernels.special import exp_elog_rows   # imports numba: only when needed
         rows = np.arange(self.n_words) if words is None else np.asarray(words, dtype=np.int64)
+        if rows.shape[0] and (rows.min() < 0 or rows.max() >= self.n_words):
+            raise ValueError(f"word ids must be in 0..{self.n_words - 1}")
         out = np.empty((rows.shape[0], self.n_topics))
         exp_elog_rows(np.ascontiguousarray(self.lam), rows, out)
         return out
