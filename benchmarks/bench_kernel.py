@@ -7,11 +7,12 @@ For each corpus and K:
      topics; the same shared settings as bench_peers.py), and the first --docs documents of its epoch-0 minibatch order are taken
      as real minibatches of S = 500;
   2. `MeanField().fit` (topicscale's E-step, the kernel `topicscale fit` runs) is timed on them with
-     1 and 2 numba threads; throughput = token-topic updates per second per core, updates =
-     sum over documents of distinct words x sweeps x K;
+     1 and 2 numba threads, in single precision (float32 topic rows: what training runs) and in
+     double (what eval and infer run); throughput = token-topic updates per second per core,
+     updates = sum over documents of distinct words x sweeps x K;
   3. the roofline: a numba gather-and-multiply-add loop over the same minibatches, the same topic
-     matrix (word-major V' x K, rows gathered by word id) and the same number of sweeps per
-     document (kernels_whatif.roofline_axpy), with 1 and 2 threads; also the "fused" loop that
+     matrix (word-major V' x K, rows gathered by word id, float32 and float64) and the same number
+     of sweeps per document (kernels_whatif.roofline_axpy), with 1 and 2 threads; also the "fused" loop that
      does the E-step's two multiply-adds per update and nothing else (roofline_fused);
   4. what-if variants of the sweep (kernels_whatif) that show what the digamma, the unvectorised
      dot product and float64 cost;
@@ -76,18 +77,20 @@ def worker_measure(spec):
     threads_list = [t for t in spec["threads"] if t <= numba.config.NUMBA_NUM_THREADS]
     local = MeanField(SETTINGS["max_iter"], SETTINGS["tol"])
 
-    # the real E-step once: sweeps per document (deterministic), the work in updates
+    # the real (single-precision) E-step once: sweeps per document (deterministic), the work in
+    # updates (in double, a document may need a sweep more or less: 5 in 205,500 on NYT K=50)
     for b in batches:
-        res = local.fit(b["indptr"], b["indices"], b["counts"], b["topics"], b["alpha"])
+        res = local.fit(b["indptr"], b["indices"], b["counts"], b["topics"], b["alpha"], b["topics32"])
         b["sweeps"] = res.sweeps.astype(np.int64)
     nnz = np.array([np.diff(b["indptr"]) for b in batches], dtype=object)
     updates = float(sum(float(np.sum(np.diff(b["indptr"]) * b["sweeps"])) for b in batches) * K)
     docs = sum(b["indptr"].shape[0] - 1 for b in batches)
     del nnz
 
-    def run_estep():
+    def run_estep(single):
         for b in batches:
-            local.fit(b["indptr"], b["indices"], b["counts"], b["topics"], b["alpha"])
+            local.fit(b["indptr"], b["indices"], b["counts"], b["topics"], b["alpha"],
+                      b["topics32"] if single else None)
 
     def make(fn, use32=False, with_alpha=True):
         def go(threads):
@@ -102,7 +105,9 @@ def worker_measure(spec):
         return go
 
     variants = {
-        "estep": lambda threads: run_estep(),
+        "estep": lambda threads: run_estep(True),
+        "estep_double": lambda threads: run_estep(False),
+        "roofline_axpy32": make(kw.roofline_axpy, use32=True, with_alpha=False),
         "roofline_axpy": make(kw.roofline_axpy, with_alpha=False),
         "roofline_fused": make(kw.roofline_fused, with_alpha=False),
         "sweep_nodigamma": make(kw.sweep_nodigamma),
@@ -356,13 +361,17 @@ def summarize_case(r, threads):
                            "per_second": med(rates), "per_second_per_core": med(rates) / t, "threads": t}
     est2 = row["per"].get(f"estep@{threads}")
     est1 = row["per"].get("estep@1")
-    roof2 = row["per"].get(f"roofline_axpy@{threads}")
-    roof1 = row["per"].get("roofline_axpy@1")
+    roof2 = row["per"].get(f"roofline_axpy32@{threads}")
+    roof1 = row["per"].get("roofline_axpy32@1")
     if est2 and roof2:
         row["efficiency"] = est2["per_second"] / roof2["per_second"]
         row["efficiency_madd"] = 2 * est2["per_second"] / roof2["per_second"]
     if est1 and roof1:
         row["efficiency_1thread"] = est1["per_second"] / roof1["per_second"]
+    double2 = row["per"].get(f"estep_double@{threads}")
+    droof2 = row["per"].get(f"roofline_axpy@{threads}")
+    if double2 and droof2:
+        row["efficiency_double"] = double2["per_second"] / droof2["per_second"]
     if est1 and est2:
         # per-run pairs are interleaved: the ratio of medians and the spread of per-repeat ratios
         row["thread_speedup"] = est1["median_seconds"] / est2["median_seconds"]
@@ -394,43 +403,50 @@ def render(r):
              "product phi-normaliser and one in the gamma accumulator). **Roofline** = the same minibatches, "
              "the same word-major topic matrix and the same sweeps per document through a numba "
              "gather-and-multiply-add loop (`kernels_whatif.roofline_axpy`: one gathered row, K multiply-adds "
-             "per word and sweep, fastmath); its rate is in multiply-adds/s.")
+             "per word and sweep, fastmath); its rate is in multiply-adds/s. Training runs the E-step in single "
+             "precision (float32 topic rows; `fit --precision single`, the default) and is measured against "
+             "the float32 roofline; eval and infer run it in double, measured against the float64 roofline.")
     L.append("")
-    L.append("| corpus / K | docs | mean distinct words | mean sweeps | V' x K per minibatch (MB) | "
-             "E-step G updates/s/core (2 thr) | roofline G madd/s/core (2 thr) | efficiency (updates / madds) | "
-             "same counting 2 madd per update | 1 thread: E-step / roofline | 2 vs 1 thread speed-up (E-step) | "
-             "roofline 2 vs 1 |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    L.append("| corpus / K | docs | mean distinct words | mean sweeps | V' x K per minibatch (MB, float64) | "
+             "E-step single G updates/s/core (2 thr) | roofline float32 G madd/s/core (2 thr) | efficiency single | "
+             "E-step double | roofline float64 | efficiency double | "
+             "single, counting 2 madd per update | 1 thread: single E-step / roofline | "
+             "2 vs 1 thread speed-up (single E-step) | roofline float32 2 vs 1 |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     thr = max(r["cases"][next(iter(r["cases"]))]["raw"]["threads"]) if r["cases"] else 2
     for key, c in r["cases"].items():
         raw = c["raw"]
-        e2, f2 = c["per"].get(f"estep@{thr}"), c["per"].get(f"roofline_axpy@{thr}")
-        e1, f1 = c["per"].get("estep@1"), c["per"].get("roofline_axpy@1")
+        per = c["per"]
 
-        def g(p):
+        def g(name):
+            p = per.get(name)
             if not p:
                 return "-"
             rates = [raw["updates"] / x / p["threads"] / 1e9 for x in p["seconds"]]
             return fmt_spread(rates, 3)
+        pct = lambda key: f"{100 * c.get(key, float('nan')):.0f}%"
         sp = c.get("thread_speedup_runs") or []
         L.append(f"| {key} | {raw['docs']} | {raw['mean_distinct_words']:.1f} | {raw['mean_sweeps']:.1f} | "
-                 f"{raw['topic_matrix_mb_per_batch']:.1f} | {g(e2)} | {g(f2)} | "
-                 f"{100 * c.get('efficiency', float('nan')):.0f}% | {100 * c.get('efficiency_madd', float('nan')):.0f}% | "
-                 f"{100 * c.get('efficiency_1thread', float('nan')):.0f}% | "
+                 f"{raw['topic_matrix_mb_per_batch']:.1f} | {g(f'estep@{thr}')} | {g(f'roofline_axpy32@{thr}')} | "
+                 f"{pct('efficiency')} | {g(f'estep_double@{thr}')} | {g(f'roofline_axpy@{thr}')} | "
+                 f"{pct('efficiency_double')} | {pct('efficiency_madd')} | {pct('efficiency_1thread')} | "
                  f"{c.get('thread_speedup', float('nan')):.2f}x ({fmt_spread(sp, 2)} per repeat) | "
                  f"{c.get('roofline_thread_speedup', float('nan')):.2f}x |")
     L.append("")
     L.append("### Where the kernel's time goes (what-if variants, same sweeps, 2 threads; G updates/s/core)")
     L.append("")
-    names = ["estep", "sweep_nodigamma", "sweep_fastdigamma", "sweep_lanes8", "sweep_fastmath", "sweep_f32",
-             "roofline_fused", "roofline_axpy"]
-    desc = {"sweep_lanes8": "fast digamma + 8-lane fixed-order dot product (no fastmath; same result everywhere)","estep": "topicscale MeanField.fit (as shipped)",
+    names = ["estep", "estep_double", "sweep_nodigamma", "sweep_fastdigamma", "sweep_lanes8", "sweep_fastmath",
+             "sweep_f32", "roofline_fused", "roofline_axpy", "roofline_axpy32"]
+    desc = {"sweep_lanes8": "fast digamma + 8-lane fixed-order dot product (no fastmath; same result everywhere)",
+            "estep": "topicscale MeanField.fit in single precision (what training runs)",
+            "estep_double": "topicscale MeanField.fit in double (eval, infer, --precision double)",
             "sweep_nodigamma": "same sweep, exp(E[log theta]) replaced by gamma/sum (no digamma)",
             "sweep_fastdigamma": "same sweep, branch-free exp(digamma) (one division, no loop)",
             "sweep_fastmath": "+ vectorised dot product (fastmath without nnan/ninf)",
             "sweep_f32": "+ float32 topics and accumulators",
             "roofline_fused": "bare arithmetic: dot + division + axpy per word (fastmath)",
-            "roofline_axpy": "roofline: gather + axpy per word (fastmath)"}
+            "roofline_axpy": "roofline: gather + axpy per word (fastmath), float64",
+            "roofline_axpy32": "roofline: gather + axpy per word (fastmath), float32"}
     L.append("| variant | " + " | ".join(r["cases"].keys()) + " |")
     L.append("|---|" + "---:|" * len(r["cases"]))
     for n in names:

@@ -7,7 +7,8 @@ number of sweeps the real E-step needed (`sweeps`, from a real MeanField.fit), s
 is the same count of token-topic updates: sum_d (distinct words of d) x sweeps_d x K.
 
 roofline_axpy   for each sweep, for each word: acc += c_w * B[w, :]   (1 gathered row, K multiply-adds)
-                -- the "gather a row by word id and multiply-add into a K-vector" loop; fastmath.
+                -- the "gather a row by word id and multiply-add into a K-vector" loop; fastmath;
+                in the precision of B (float64, or float32 for the single-precision E-step).
 roofline_fused  for each sweep, for each word: n = B[w, :] . x ; acc += (c_w / n) * B[w, :]
                 (2 multiply-adds per update and a division per word: the E-step's arithmetic with
                 nothing else), fastmath so the dot product vectorises.
@@ -33,14 +34,16 @@ def roofline_axpy(indptr, indices, counts, topics, sweeps, n_chunks, out):
     D = indptr.shape[0] - 1
     K = topics.shape[1]
     for c in prange(n_chunks):
-        acc = np.zeros(K)
+        acc = np.zeros(K, dtype=topics.dtype)
+        w = np.empty(1, dtype=topics.dtype)         # the weight in the precision of the rows
         for d in range(c * D // n_chunks, (c + 1) * D // n_chunks):
             for s in range(sweeps[d]):
                 for j in range(indptr[d], indptr[d + 1]):
                     row = topics[indices[j]]
-                    w = counts[j] * 1e-3
+                    w[0] = counts[j] * 1e-3
+                    wj = w[0]
                     for k in range(K):
-                        acc[k] += w * row[k]
+                        acc[k] += wj * row[k]
         total = 0.0
         for k in range(K):
             total += acc[k]

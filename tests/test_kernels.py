@@ -120,6 +120,17 @@ def test_estep_matches_numpy_reference(K, accelerate):
         assert np.allclose(phi_kernel, phi, rtol=1e-8, atol=1e-12)
 
 
+def run_document(ids, counts, topics, alpha, block_words, safe_norm=0.0, max_iter=200, tol=1e-10):
+    """meanfield.estep_document with fresh scratch in the precision of topics."""
+    K = topics.shape[1]
+    gamma, eet, token_weight = np.empty(K), np.empty(K), np.empty(ids.shape[0])
+    lanes, weight, block = (np.empty((2, K), topics.dtype), np.empty(ids.shape[0], topics.dtype),
+                            np.empty((K, block_words), topics.dtype))
+    sweeps = meanfield.estep_document(ids, counts, topics, alpha, max_iter, tol, False, safe_norm,
+                                      gamma, eet, token_weight, np.empty((3, K)), lanes, weight, block)
+    return sweeps, gamma, token_weight
+
+
 def test_long_documents_take_the_row_path_with_the_same_result():
     """A document longer than its chunk's block (block.shape[1] < n) uses one dot product per
     word instead of the topic-major block: same fixed point, to rounding."""
@@ -129,31 +140,68 @@ def test_long_documents_take_the_row_path_with_the_same_result():
     counts = rng.integers(1, 5, n).astype(np.float64)
     topics = rng.gamma(0.5, 1.0, size=(200, K))
     alpha = np.full(K, 0.1)
-    gammas, sweeps = [], []
-    for block in (np.empty((K, n)), np.empty((K, 0))):
-        gamma, eet, weight, scratch = np.empty(K), np.empty(K), np.empty(n), np.empty((4, K))
-        sweeps.append(meanfield.estep_document(ids, counts, topics, alpha, 200, 1e-10, False,
-                                               gamma, eet, weight, scratch, block))
-        gammas.append(gamma)
+    (_, blocked, _), (_, rows, _) = (run_document(ids, counts, topics, alpha, m) for m in (n, 0))
     reference_gamma = reference.estep_document(ids, counts, topics, alpha, 200, 1e-10, False)[0]
-    np.testing.assert_allclose(gammas[0], gammas[1], rtol=1e-9)
-    np.testing.assert_allclose(gammas[1], reference_gamma, rtol=1e-8)
+    np.testing.assert_allclose(blocked, rows, rtol=1e-9)
+    np.testing.assert_allclose(rows, reference_gamma, rtol=1e-8)
 
 
-def test_minibatch_statistics_match_reference():
+@pytest.mark.parametrize("block_words", [30, 0])
+def test_single_precision_document_matches_reference(block_words):
+    """float32 topic rows: the same fixed point as the float64 reference to float32 rounding,
+    on both the block and the row path."""
+    rng = np.random.default_rng(12)
+    K, n = 16, 30
+    ids = np.sort(rng.choice(200, n, replace=False)).astype(np.int32)
+    counts = rng.integers(1, 5, n).astype(np.float64)
+    topics = rng.gamma(0.5, 1.0, size=(200, K))
+    alpha = np.full(K, 0.1)
+    sweeps, gamma, weight = run_document(ids, counts, topics.astype(np.float32), alpha, block_words,
+                                         meanfield.SAFE_NORM_SINGLE, tol=1e-6)
+    ref_gamma, ref_eet = reference.estep_document(ids, counts, topics, alpha, 200, 1e-6, False)[:2]
+    assert sweeps > 1
+    np.testing.assert_allclose(gamma, ref_gamma, rtol=1e-4)
+    np.testing.assert_allclose(weight, counts / (topics[ids] @ ref_eet), rtol=1e-4)
+
+
+def test_single_precision_refuses_a_document_whose_normalisers_underflow_and_redoes_it_in_double():
+    """A word every topic gives about 1e-40 (an unseen word under a small eta) makes its
+    normaliser subnormal in float32: that document is redone in float64 from scratch (so it
+    equals the double run bit for bit); the other documents stay single."""
+    rng = np.random.default_rng(13)
+    V, K = 50, 8
+    indptr, indices, counts = random_csr(rng, 30, V)
+    topics = rng.gamma(0.5, 1.0, size=(V, K))
+    topics[7] *= 1e-40
+    alpha = np.full(K, 0.2)
+    local = MeanField(max_iter=100, tol=1e-6)
+    double = local.fit(indptr, indices, counts, topics, alpha)
+    single = local.fit(indptr, indices, counts, topics, alpha, topics.astype(np.float32))
+    has_word = np.array([7 in indices[a:b] for a, b in zip(indptr[:-1], indptr[1:])])
+    assert has_word.any() and not has_word.all()
+    assert np.array_equal(single.redone, has_word)
+    assert not double.redone.any()
+    assert np.array_equal(single.gamma[has_word], double.gamma[has_word])
+    assert np.array_equal(single.sweeps[has_word], double.sweeps[has_word])
+    assert not np.array_equal(single.gamma[~has_word], double.gamma[~has_word])
+    np.testing.assert_allclose(single.gamma, double.gamma, rtol=1e-4)
+
+
+@pytest.mark.parametrize("precision, rtol", [("double", 1e-8), ("single", 1e-4)])
+def test_minibatch_statistics_match_reference(precision, rtol):
     rng = np.random.default_rng(7)
     V, K = 60, 8
     indptr, indices, counts = random_csr(rng, 40, V)
     model = LDAModel.initial([f"w{i}" for i in range(V)], K, 0.2, 0.01, rng)
-    stats, result = MeanField(max_iter=30, tol=1e-7).statistics(
+    stats, result = MeanField(max_iter=30, tol=1e-7, precision=precision).statistics(
         Rows(np.arange(40), indptr, indices, counts), model)
     ref_stats, ref_gamma = reference.minibatch_statistics(indptr, indices, counts, model.exp_elog_beta(),
                                                           model.alpha, 30, 1e-7, V)
     assert np.array_equal(stats.words, np.unique(indices))
-    assert np.allclose(stats.word_topic, ref_stats[stats.words], rtol=1e-8, atol=1e-12)
-    assert np.allclose(result.gamma, ref_gamma, rtol=1e-8)
+    assert np.allclose(stats.word_topic, ref_stats[stats.words], rtol=rtol, atol=1e-12)
+    assert np.allclose(result.gamma, ref_gamma, rtol=rtol)
     # each document's phi sums to its token count
-    assert np.isclose(stats.word_topic.sum(), counts.sum())
+    assert np.isclose(stats.word_topic.sum(), counts.sum(), rtol=rtol)
 
 
 def test_completion_log_likelihood_matches_reference():

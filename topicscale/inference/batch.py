@@ -12,6 +12,8 @@ checkpoint (`checkpoint_state`), so a run resumed mid-epoch finishes the same ep
 """
 import numpy as np
 
+from .local import step_metrics
+
 
 class BatchVB:
     """Batch VB as a global step; tau and kappa are accepted (common contract) and not used."""
@@ -45,8 +47,7 @@ class BatchVB:
         stats, result = self.local.statistics(batch, self.model)
         updated = self.accumulate(stats)
         return {"updated": updated, "epoch_docs": self._docs if not updated else self.corpus_docs,
-                "sweeps": float(result.sweeps.mean()) if result.sweeps.size else 0.0,
-                "threads_used": result.threads_used}
+                **step_metrics(result)}
 
     def accumulate(self, stats):
         m = self.model

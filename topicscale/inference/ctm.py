@@ -39,6 +39,7 @@ from ..kernels import ctm as kernel
 from ..kernels.meanfield import word_topic_statistics
 from ..kernels.minibatch import distinct_words, word_major
 from ..stats import SufficientStats
+from .local import step_metrics
 from .schedule import robbins_monro
 
 
@@ -247,9 +248,8 @@ def _seed_fresh_model(algo, batch):
 
 
 def _metrics(stats, result, extra):
-    return {**extra, "sweeps": float(result.sweeps.mean()) if result.sweeps.size else 0.0,
-            "bound_per_word": stats.bound / stats.n_tokens if stats.n_tokens else None,
-            "threads_used": result.threads_used}
+    return {**extra, **step_metrics(result),
+            "bound_per_word": stats.bound / stats.n_tokens if stats.n_tokens else None}
 
 
 class CTMSVI:

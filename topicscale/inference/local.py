@@ -17,11 +17,22 @@ class LocalResult:
     token_weight: np.ndarray     # nnz, c_n / norm_n
     sweeps: np.ndarray           # D, sweeps of the document loop
     threads_used: int
+    redone: np.ndarray = None    # D bools: refused in single precision, redone in double
 
     @property
     def theta(self):
         """E[theta_d] = gamma_d / sum_k gamma_dk."""
         return self.gamma / self.gamma.sum(axis=1, keepdims=True)
+
+
+def step_metrics(result):
+    """A local step's minibatch metrics: mean sweeps, threads, documents redone in double."""
+    out = {"sweeps": float(result.sweeps.mean()) if result.sweeps.size else 0.0,
+           "threads_used": result.threads_used}
+    redone = getattr(result, "redone", None)
+    if redone is not None:
+        out["double_docs"] = int(redone.sum())
+    return out
 
 
 def one_word_batch():
@@ -32,28 +43,42 @@ def one_word_batch():
 
 
 class MeanField:
-    """Mean-field E-step of LDA (SVI paper eqs. 33-34), numba kernel parallel over documents."""
-    name = "meanfield"
+    """Mean-field E-step of LDA (SVI paper eqs. 33-34), numba kernel parallel over documents.
 
-    def __init__(self, max_iter=100, tol=1e-3, accelerate=False):
+    precision: "single" runs the training E-step (statistics) on float32 copies of the topic
+    rows, 1.4-1.7x faster on NYT; a document whose normalisers fall near float32's range is
+    redone in float64 (kernels.meanfield.SAFE_NORM_SINGLE). gamma, exp(E[log theta]) and the
+    statistics stay float64, and `fit` (evaluation, infer) always runs in double.
+    """
+    name = "meanfield"
+    PRECISIONS = ("single", "double")
+
+    def __init__(self, max_iter=100, tol=1e-3, accelerate=False, precision="single"):
+        if precision not in self.PRECISIONS:
+            raise ValueError(f"precision must be one of {self.PRECISIONS}, not {precision!r}")
         self.max_iter = int(max_iter)
         self.tol = float(tol)
         self.accelerate = bool(accelerate)
+        self.precision = precision
 
-    def fit(self, indptr, indices, counts, topics, alpha):
-        """Run the kernel on a CSR block whose `indices` index rows of `topics` (V' x K)."""
+    def fit(self, indptr, indices, counts, topics, alpha, single_topics=None):
+        """Run the kernel on a CSR block whose `indices` index rows of `topics` (V' x K, float64);
+        with single_topics (the same rows in float32), in single precision (see the class)."""
         D, K = indptr.shape[0] - 1, topics.shape[1]
         n_chunks = max(1, min(D, 4 * numba.get_num_threads()))
         gamma = np.empty((D, K))
         exp_elog_theta = np.empty((D, K))
         token_weight = np.empty(indices.shape[0])
         sweeps = np.zeros(D, dtype=np.int64)
+        redone = np.zeros(D, dtype=np.bool_)
         chunk_thread = np.full(n_chunks, -1, dtype=np.int64)
-        meanfield.estep_batch(indptr, indices, counts, topics, np.asarray(alpha, dtype=np.float64),
-                              self.max_iter, self.tol, self.accelerate, n_chunks, gamma, exp_elog_theta,
-                              token_weight, sweeps, chunk_thread)
+        single = single_topics is not None
+        meanfield.estep_batch(indptr, indices, counts, single_topics if single else topics, topics,
+                              np.asarray(alpha, dtype=np.float64), self.max_iter, self.tol,
+                              self.accelerate, meanfield.SAFE_NORM_SINGLE if single else 0.0, n_chunks,
+                              gamma, exp_elog_theta, token_weight, sweeps, redone, chunk_thread)
         return LocalResult(gamma, exp_elog_theta, token_weight, sweeps,
-                           len(np.unique(chunk_thread[chunk_thread >= 0])))
+                           len(np.unique(chunk_thread[chunk_thread >= 0])), redone)
 
     def warm_up(self, model):
         """Load (or compile) the kernels `statistics` calls; leaves the model untouched. The
@@ -64,7 +89,8 @@ class MeanField:
         """E-step on a minibatch (Rows) and its sufficient statistics for the global step."""
         words, local = distinct_words(batch.indices)
         exp_elog_beta = model.estep_topics(words)
-        result = self.fit(batch.indptr, local, batch.counts, exp_elog_beta, model.local_prior())
+        single = exp_elog_beta.astype(np.float32) if self.precision == "single" else None
+        result = self.fit(batch.indptr, local, batch.counts, exp_elog_beta, model.local_prior(), single)
         word_ptr, order, doc = word_major(batch.indptr, local, words.shape[0])
         word_topic = np.empty((words.shape[0], model.n_topics))
         meanfield.word_topic_statistics(word_ptr, doc, result.token_weight[order],

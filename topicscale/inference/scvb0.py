@@ -18,6 +18,8 @@ t is model.step, the number of minibatches already folded in (the paper counts "
 iterations"; with a fixed minibatch size the two differ by a constant factor in t, which the
 paper's tau = 1000 was tuned for with minibatches of 100). rho is capped at 1.
 """
+from .local import step_metrics
+
 
 
 def scvb0_step_size(t, s, tau, kappa):
@@ -61,9 +63,7 @@ class SCVB0:
         """One minibatch: local step, then eqs. 7-8. Returns metrics."""
         stats, result = self.local.statistics(batch, self.model)
         self.update(stats)
-        return {"rho": self.last_rho, "corpus_tokens": self.corpus_size(),
-                "sweeps": float(result.sweeps.mean()) if result.sweeps.size else 0.0,
-                "threads_used": result.threads_used}
+        return {"rho": self.last_rho, "corpus_tokens": self.corpus_size(), **step_metrics(result)}
 
     def update(self, stats):
         m = self.model

@@ -26,6 +26,7 @@ import inspect
 
 import numpy as np
 
+from .local import step_metrics
 from .schedule import robbins_monro
 
 
@@ -113,9 +114,7 @@ class SSMFA:
         _, rows = sample_topic_rows(m.lam, words, rng)
         stats, result = self.local_statistics(batch, words, rows, rng)
         self.update(stats)
-        return {"rho": self.last_rho, "n_t": self.last_n,
-                "sweeps": float(result.sweeps.mean()) if result.sweeps.size else 0.0,
-                "threads_used": result.threads_used}
+        return {"rho": self.last_rho, "n_t": self.last_n, **step_metrics(result)}
 
     def local_statistics(self, batch, words, rows, rng):
         """Step 6: the local step on the minibatch given the sampled topic rows (one row per

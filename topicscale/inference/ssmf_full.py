@@ -65,6 +65,7 @@ counter and lambda are in the model), so checkpoints need nothing from this clas
 """
 import numpy as np
 
+from .local import step_metrics
 from .schedule import robbins_monro
 from .ssmf import SSMFA, log_gamma_variates, ramp
 
@@ -144,9 +145,7 @@ class SSMF(SSMFA):
         self.update(stats, log_x)
         V, K = m.lam.shape
         return {"rho": self.last_rho, "n_t": self.last_n, "projected": self.last_projected,
-                "projected_share": self.last_projected / (V * K),
-                "sweeps": float(result.sweeps.mean()) if result.sweeps.size else 0.0,
-                "threads_used": result.threads_used}
+                "projected_share": self.last_projected / (V * K), **step_metrics(result)}
 
     def update(self, stats, log_x):
         """Algorithm 1, steps 3 and 7 (eq. 26), then the projection. log_x: the step-5 draws."""

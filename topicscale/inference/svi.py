@@ -1,4 +1,5 @@
 """Stochastic variational inference for LDA (SVI paper, figure 6, steps 10-11)."""
+from .local import step_metrics
 from .schedule import robbins_monro
 
 
@@ -17,8 +18,7 @@ class SVI:
         """One minibatch: local step, then the global natural-gradient step. Returns metrics."""
         stats, result = self.local.statistics(batch, self.model)
         self.update(stats)
-        return {"rho": self.last_rho, "sweeps": float(result.sweeps.mean()),
-                "threads_used": result.threads_used}
+        return {"rho": self.last_rho, **step_metrics(result)}
 
     def warm_up(self):
         """Load the local step's kernels (see train: not counted as training time)."""

@@ -58,36 +58,41 @@ BLOCK_ENTRIES = 1 << 22
 
 @njit(error_model="numpy", cache=True, nogil=True)
 def token_weights(ids, counts, topics, block, exp_elog_theta, weight):
-    """weight_n = c_n / norm_n, norm_n = sum_k exp(E[log theta_k]) B[w_n, k] (eq. 33's normaliser).
+    """weight_n = c_n / norm_n, norm_n = sum_k exp(E[log theta_k]) B[w_n, k] (eq. 33's normaliser);
+    returns the smallest norm_n (inf for an empty document).
 
     With a topic-major block (block[k, n] = B[w_n, k], a C-contiguous K x m array, m >= n), the
     sum over k runs in the outer loop, four topics at a time, and the inner loop over the words
     is elementwise: it vectorises without reassociation, and each norm_n is summed in topic
     order k = 0, 1, 2, ... Without a block (m < n: long documents), each norm is a dot product
     over a row of B (four partial sums), which rounds differently; which path a document takes
-    depends only on its length and K, so results stay reproducible.
+    depends only on its length and K, so results stay reproducible. The arithmetic runs in the
+    precision of `topics` (exp_elog_theta, block and weight share it).
     """
     n = ids.shape[0]
     if block.shape[1] < n:
         for j in range(n):
-            weight[j] = counts[j] / (dot(exp_elog_theta, topics[ids[j]]) + NORM_FLOOR)
-        return
-    K = exp_elog_theta.shape[0]
-    for j in range(n):
-        weight[j] = 0.0
-    K4 = K - K % 4
-    for k in range(0, K4, 4):
-        e0, e1, e2, e3 = exp_elog_theta[k], exp_elog_theta[k + 1], exp_elog_theta[k + 2], exp_elog_theta[k + 3]
-        b0, b1, b2, b3 = block[k], block[k + 1], block[k + 2], block[k + 3]
+            weight[j] = dot(exp_elog_theta, topics[ids[j]])
+    else:
+        K = exp_elog_theta.shape[0]
         for j in range(n):
-            weight[j] = (((weight[j] + e0 * b0[j]) + e1 * b1[j]) + e2 * b2[j]) + e3 * b3[j]
-    for k in range(K4, K):
-        ek = exp_elog_theta[k]
-        b = block[k]
-        for j in range(n):
-            weight[j] += ek * b[j]
+            weight[j] = 0.0
+        K4 = K - K % 4
+        for k in range(0, K4, 4):
+            e0, e1, e2, e3 = exp_elog_theta[k], exp_elog_theta[k + 1], exp_elog_theta[k + 2], exp_elog_theta[k + 3]
+            b0, b1, b2, b3 = block[k], block[k + 1], block[k + 2], block[k + 3]
+            for j in range(n):
+                weight[j] = (((weight[j] + e0 * b0[j]) + e1 * b1[j]) + e2 * b2[j]) + e3 * b3[j]
+        for k in range(K4, K):
+            ek = exp_elog_theta[k]
+            b = block[k]
+            for j in range(n):
+                weight[j] += ek * b[j]
+    lowest = np.inf
     for j in range(n):
+        lowest = min(lowest, weight[j])
         weight[j] = counts[j] / (weight[j] + NORM_FLOOR)
+    return lowest
 
 
 @njit(error_model="numpy", cache=True, nogil=True)
@@ -110,39 +115,59 @@ def weighted_row_sum(ids, topics, weight, acc):
             acc[k] += r * w[k]
 
 
+# estep_document's answer when single precision could not be trusted (see SAFE_NORM_SINGLE)
+REFUSED = -1
+# In single precision, a document whose smallest normaliser falls below this is redone in double:
+# below it the products exp(E[log theta_k]) B[w, k] that make up the normaliser may be subnormal
+# (under 1.2e-38 in float32) and lose their digits; exp(E[log beta]) of a word a topic has
+# never seen is about exp(digamma(eta)) = 2e-44 at eta = 0.01.
+SAFE_NORM_SINGLE = 1e-30
+
+
 @njit(error_model="numpy", cache=True, nogil=True)
-def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, exp_elog_theta, acc, weight):
+def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, exp_elog_theta, lanes, weight,
+          safe_norm):
     """gamma_out = F(gamma_in), one coordinate-ascent sweep (eqs. 33-34); returns the mean
-    absolute change. Leaves exp(E[log theta]) of gamma_in in exp_elog_theta and the token
-    weights c_n / norm_n in weight."""
+    absolute change, or -1 when a normaliser fell below safe_norm or the change is not finite
+    (only when safe_norm > 0). Leaves exp(E[log theta]) of gamma_in in exp_elog_theta (float64)
+    and the token weights c_n / norm_n in weight. lanes (2 x K, the precision of topics) holds
+    exp(E[log theta]) in that precision and the accumulator."""
     K = gamma_in.shape[0]
     exp_dirichlet_expectation(gamma_in, exp_elog_theta)
-    token_weights(ids, counts, topics, block, exp_elog_theta, weight)
+    theta_lane, acc = lanes[0], lanes[1]
+    for k in range(K):
+        theta_lane[k] = exp_elog_theta[k]
+    lowest = token_weights(ids, counts, topics, block, theta_lane, weight)
     weighted_row_sum(ids, topics, weight, acc)
     change = 0.0
     for k in range(K):
         gamma_out[k] = alpha[k] + exp_elog_theta[k] * acc[k]
         change += abs(gamma_out[k] - gamma_in[k])
-    return change / K
+    change /= K
+    if safe_norm > 0.0 and (lowest < safe_norm or not change < np.inf):
+        return -1.0
+    return change
 
 
 @njit(error_model="numpy", cache=True, nogil=True)
-def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate,
-                   gamma, exp_elog_theta, token_weight, scratch, block):
-    """Fit one document's gamma (in place, from gamma = 1); returns the number of sweeps.
+def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_norm,
+                   gamma, exp_elog_theta, token_weight, gammas, lanes, weight, block):
+    """Fit one document's gamma (in place, from gamma = 1); returns the number of sweeps, or
+    REFUSED when safe_norm > 0 and a sweep returned -1 (see sweep).
 
     Plain: gamma <- F(gamma) until the mean change is below tol. Accelerated (SQUAREM,
     Varadhan and Roland 2008, step length S3): from g0, g1 = F(g0), g2 = F(g1),
     r = g1 - g0, v = g2 - g1 - r, a = min(-|r|/|v|, -1), g0 <- max(g0 - 2 a r + a^2 v, alpha)
     (projected onto the feasible set gamma >= alpha). The convergence test is the same
     (mean change over one sweep below tol), and every F counts against max_iter.
-    scratch is a (4, K) array: g0, g1, g2 and the sweep's accumulator. block is a K x m
-    array; when the document has n <= m distinct words, its rows are copied into
-    block[:, :n] topic-major (see token_weights).
+    gammas is a (3, K) float64 array (g0, g1, g2); lanes (2 x K), weight (at least n) and
+    block (K x m) have the precision of topics. When the document has n <= m distinct words,
+    its rows are copied into block[:, :n] topic-major (see token_weights). The final token
+    weights go to token_weight (float64).
     """
     K = gamma.shape[0]
     n = ids.shape[0]
-    g0, g1, g2, acc = scratch[0], scratch[1], scratch[2], scratch[3]
+    g0, g1, g2 = gammas[0], gammas[1], gammas[2]
     if n <= block.shape[1]:
         for j in range(n):
             row = topics[ids[j]]
@@ -155,16 +180,20 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate,
     while sweeps < max_iter:
         sweeps += 1
         result = g1
-        if sweep(ids, counts, topics, block, alpha, g0, g1, exp_elog_theta, acc, token_weight) < tol \
-                or sweeps == max_iter:
+        change = sweep(ids, counts, topics, block, alpha, g0, g1, exp_elog_theta, lanes, weight, safe_norm)
+        if change < 0.0:
+            return REFUSED
+        if change < tol or sweeps == max_iter:
             break
         if not accelerate:
             g0, g1 = g1, g0
             continue
         sweeps += 1
         result = g2
-        if sweep(ids, counts, topics, block, alpha, g1, g2, exp_elog_theta, acc, token_weight) < tol \
-                or sweeps == max_iter:
+        change = sweep(ids, counts, topics, block, alpha, g1, g2, exp_elog_theta, lanes, weight, safe_norm)
+        if change < 0.0:
+            return REFUSED
+        if change < tol or sweeps == max_iter:
             break
         rr = 0.0
         vv = 0.0
@@ -184,18 +213,33 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate,
         gamma[k] = result[k]
     exp_dirichlet_expectation(gamma, exp_elog_theta)
     # token weights consistent with the final exp(E[log theta]) (used for the statistics)
-    token_weights(ids, counts, topics, block, exp_elog_theta, token_weight)
+    theta_lane = lanes[0]
+    for k in range(K):
+        theta_lane[k] = exp_elog_theta[k]
+    if token_weights(ids, counts, topics, block, theta_lane, weight) < safe_norm:
+        return REFUSED
+    for j in range(n):
+        token_weight[j] = weight[j]
     return sweeps
 
 
+@njit(error_model="numpy", cache=True, nogil=True)
+def document_scratch(K, longest, dtype):
+    """Per-chunk scratch of estep_document in the precision `dtype`: lanes, weight, block."""
+    return (np.empty((2, K), dtype=dtype), np.empty(longest, dtype=dtype),
+            np.empty((K, min(longest, BLOCK_ENTRIES // K)), dtype=dtype))
+
+
 @njit(error_model="numpy", parallel=True, cache=True)
-def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, accelerate, n_chunks,
-                gamma, exp_elog_theta, token_weight, sweeps, chunk_thread):
+def estep_batch(indptr, indices, counts, topics, topics_double, alpha, max_iter, tol, accelerate,
+                safe_norm, n_chunks, gamma, exp_elog_theta, token_weight, sweeps, redone, chunk_thread):
     """E-step for every document of a CSR minibatch, parallel over fixed chunks of documents.
 
-    Each document is fitted independently, so the results do not depend on the number of
-    threads or chunks. Scratch arrays are allocated once per chunk, not per document.
-    chunk_thread[c] records which thread ran chunk c (to verify parallel execution).
+    topics is float64 or float32 (then safe_norm = SAFE_NORM_SINGLE); a document refused in
+    single precision is redone from scratch on topics_double (the same rows in float64) and
+    flagged in redone. Each document is fitted independently, so the results do not depend on
+    the number of threads or chunks. Scratch arrays are allocated once per chunk, not per
+    document. chunk_thread[c] records which thread ran chunk c (to verify parallel execution).
     """
     D = indptr.shape[0] - 1
     K = topics.shape[1]
@@ -205,14 +249,24 @@ def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, accelerat
         longest = 0
         for d in range(lo_doc, hi_doc):
             longest = max(longest, indptr[d + 1] - indptr[d])
-        scratch = np.empty((4, K))
-        block = np.empty((K, min(longest, BLOCK_ENTRIES // K)))
+        gammas = np.empty((3, K))
+        lanes, weight, block = document_scratch(K, longest, topics.dtype)
+        double_lanes, double_weight, double_block = document_scratch(K, 0, topics_double.dtype)
         for d in range(lo_doc, hi_doc):
             lo = indptr[d]
             hi = indptr[d + 1]
-            sweeps[d] = estep_document(indices[lo:hi], counts[lo:hi], topics, alpha, max_iter, tol,
-                                       accelerate, gamma[d], exp_elog_theta[d], token_weight[lo:hi],
-                                       scratch, block)
+            s = estep_document(indices[lo:hi], counts[lo:hi], topics, alpha, max_iter, tol, accelerate,
+                               safe_norm, gamma[d], exp_elog_theta[d], token_weight[lo:hi], gammas,
+                               lanes, weight, block)
+            redone[d] = s == REFUSED
+            if redone[d]:
+                if double_weight.shape[0] == 0:
+                    double_lanes, double_weight, double_block = document_scratch(K, longest,
+                                                                                 topics_double.dtype)
+                s = estep_document(indices[lo:hi], counts[lo:hi], topics_double, alpha, max_iter, tol,
+                                   accelerate, 0.0, gamma[d], exp_elog_theta[d], token_weight[lo:hi],
+                                   gammas, double_lanes, double_weight, double_block)
+            sweeps[d] = s
 
 
 @njit(error_model="numpy", parallel=True, cache=True)
