@@ -393,7 +393,8 @@ def render(r):
     L.append("- **topicscale**: its driver loop (`topicscale.train.train`) in process with the model, local step "
              "and SVI global step built as `topicscale fit` builds them; time = the driver's `train_seconds` "
              "(minibatch reads included, snapshot time excluded by the driver); checked against a real "
-             "`topicscale fit` per case (above). `--accelerate`: the same with the SQUAREM E-step.")
+             "`topicscale fit` per case (above); E-step in single precision (float32 topic rows, the default "
+             "`--precision single`). `--accelerate`: the same with the SQUAREM E-step.")
     L.append("- **gensim LdaModel**: `LdaModel(corpus=None, chunksize=S, alpha=[1/K]*K, eta, decay=kappa, "
              "offset=tau, iterations=cap, gamma_threshold=tol, random_state=seed)`, then one `update(corpus, "
              "chunksize=S, passes=P)` (its own multi-pass loop, documents in topicscale's epoch-0 order every "
