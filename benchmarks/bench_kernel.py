@@ -154,6 +154,7 @@ def worker_anatomy(spec):
     from topicscale.inference.schedule import robbins_monro
     from topicscale.kernels import meanfield
     from topicscale.kernels.minibatch import distinct_words, word_major
+    from topicscale.kernels.topic_matrix import step_towards
     from topicscale.models import load_model
     from topicscale.stats import SufficientStats
     numba.set_num_threads(spec["threads"])
@@ -175,7 +176,8 @@ def worker_anatomy(spec):
         t2 = clock()
         exp_elog_beta = model.estep_topics(words)                            # 3. exp(E[log beta]) rows
         t3 = clock()
-        result = local.fit(batch.indptr, loc, batch.counts, exp_elog_beta, model.local_prior())   # 4. E-step
+        single = exp_elog_beta.astype(np.float32) if local.precision == "single" else None
+        result = local.fit(batch.indptr, loc, batch.counts, exp_elog_beta, model.local_prior(), single)  # 4. E-step
         t4 = clock()
         word_ptr, order, doc = word_major(batch.indptr, loc, words.shape[0])   # 5. transpose
         t5 = clock()
@@ -186,10 +188,7 @@ def worker_anatomy(spec):
         stats = SufficientStats(words, word_topic, batch.n_docs, batch.n_tokens)
         t6 = clock()
         rho = robbins_monro(model.step, SETTINGS["tau"], SETTINGS["kappa"])  # 7. global step (SVI.update)
-        model.lam *= 1.0 - rho
-        model.lam += rho * model.eta
-        t7 = clock()
-        model.lam[stats.words] += (rho * D / stats.n_docs) * stats.word_topic
+        step_towards(model.lam, rho, model.eta, stats.words, rho * D / stats.n_docs, stats.word_topic)
         model.step += 1
         t8 = clock()
         model.is_finite()                                                    # 8. driver's finiteness check
@@ -199,11 +198,11 @@ def worker_anatomy(spec):
             continue
         for name, a, b in (("read minibatch (Corpus.rows)", t0, t1), ("np.unique word ids", t1, t2),
                            ("exp(E[log beta]) of the minibatch's words (estep_topics: lambda column sums + digamma)", t2, t3),
-                           ("E-step kernel (MeanField.fit)", t3, t4), ("transpose minibatch (argsort, bincount)", t4, t5),
+                           ("E-step kernel (MeanField.fit; single precision: with the float32 copy of the rows)", t3, t4), ("transpose minibatch (argsort, bincount)", t4, t5),
                            ("statistics kernel + scaling (word_topic_statistics)", t5, t6),
-                           ("global step, dense part: lambda *= 1 - rho; lambda += rho eta (all V x K)", t6, t7),
-                           ("global step, sparse part: lambda[words] += ...", t7, t8),
-                           ("is_finite (sum of all V x K lambda)", t8, t9)):
+                           ("global step (step_towards: lambda <- (1 - rho) lambda + rho eta on all V x K, "
+                            "then the minibatch's rows)", t6, t8),
+                           ("is_finite (column sums of all V x K lambda)", t8, t9)):
             t[name] += b - a
     n = spec["batches"]
     return {"batches": n, "stage_seconds": dict(t), "total": sum(t.values()), "V": model.n_words, "K": model.n_topics,

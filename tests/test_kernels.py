@@ -1,4 +1,5 @@
 """Numba kernels against their numpy twins in tests/reference.py."""
+import numba
 import numpy as np
 import pytest
 from numba import njit
@@ -6,7 +7,7 @@ from scipy.special import digamma as scipy_digamma
 
 import reference
 from topicscale.inference.local import MeanField
-from topicscale.kernels import meanfield
+from topicscale.kernels import meanfield, topic_matrix
 from topicscale.kernels.minibatch import distinct_words, word_major
 from topicscale.kernels.special import digamma, digamma_array, exp_dirichlet_expectation, vexp
 from topicscale.models.lda import LDAModel
@@ -120,6 +121,14 @@ def test_estep_matches_numpy_reference(K, accelerate):
         assert np.allclose(phi_kernel, phi, rtol=1e-8, atol=1e-12)
 
 
+def random_document(seed, K, n, V=200):
+    """n distinct word ids of V, counts 1-4, V x K Gamma(0.5) topics, alpha 0.1."""
+    rng = np.random.default_rng(seed)
+    ids = np.sort(rng.choice(V, n, replace=False)).astype(np.int32)
+    counts = rng.integers(1, 5, n).astype(np.float64)
+    return ids, counts, rng.gamma(0.5, 1.0, size=(V, K)), np.full(K, 0.1)
+
+
 def run_document(ids, counts, topics, alpha, block_words, safe_norm=0.0, max_iter=200, tol=1e-10):
     """meanfield.estep_document with fresh scratch in the precision of topics."""
     K = topics.shape[1]
@@ -134,13 +143,8 @@ def run_document(ids, counts, topics, alpha, block_words, safe_norm=0.0, max_ite
 def test_long_documents_take_the_row_path_with_the_same_result():
     """A document longer than its chunk's block (block.shape[1] < n) uses one dot product per
     word instead of the topic-major block: same fixed point, to rounding."""
-    rng = np.random.default_rng(11)
-    K, n = 12, 30
-    ids = np.sort(rng.choice(200, n, replace=False)).astype(np.int32)
-    counts = rng.integers(1, 5, n).astype(np.float64)
-    topics = rng.gamma(0.5, 1.0, size=(200, K))
-    alpha = np.full(K, 0.1)
-    (_, blocked, _), (_, rows, _) = (run_document(ids, counts, topics, alpha, m) for m in (n, 0))
+    ids, counts, topics, alpha = random_document(11, K=12, n=30)
+    (_, blocked, _), (_, rows, _) = (run_document(ids, counts, topics, alpha, m) for m in (30, 0))
     reference_gamma = reference.estep_document(ids, counts, topics, alpha, 200, 1e-10, False)[0]
     np.testing.assert_allclose(blocked, rows, rtol=1e-9)
     np.testing.assert_allclose(rows, reference_gamma, rtol=1e-8)
@@ -150,12 +154,7 @@ def test_long_documents_take_the_row_path_with_the_same_result():
 def test_single_precision_document_matches_reference(block_words):
     """float32 topic rows: the same fixed point as the float64 reference to float32 rounding,
     on both the block and the row path."""
-    rng = np.random.default_rng(12)
-    K, n = 16, 30
-    ids = np.sort(rng.choice(200, n, replace=False)).astype(np.int32)
-    counts = rng.integers(1, 5, n).astype(np.float64)
-    topics = rng.gamma(0.5, 1.0, size=(200, K))
-    alpha = np.full(K, 0.1)
+    ids, counts, topics, alpha = random_document(12, K=16, n=30)
     sweeps, gamma, weight = run_document(ids, counts, topics.astype(np.float32), alpha, block_words,
                                          meanfield.SAFE_NORM_SINGLE, tol=1e-6)
     ref_gamma, ref_eet = reference.estep_document(ids, counts, topics, alpha, 200, 1e-6, False)[:2]
@@ -244,3 +243,37 @@ def test_acceleration_needs_fewer_sweeps_for_a_bound_at_least_as_high():
 
     assert results[True].sweeps.sum() < 0.5 * results[False].sweeps.sum()
     assert mean_bound(results[True]) >= mean_bound(results[False])
+
+
+def test_step_towards_equals_the_numpy_update_bit_for_bit():
+    """The topic update in numba: the same roundings as numpy's
+    lam *= 1 - rho; lam += rho eta; lam[words] += scale * word_topic, at 1 and 2 threads."""
+    rng = np.random.default_rng(21)
+    lam = rng.gamma(1.0, 1.0, size=(300, 7))
+    words = np.sort(rng.choice(300, 40, replace=False)).astype(np.int64)
+    word_topic = rng.gamma(1.0, 3.0, size=(40, 7))
+    rho, eta, scale = 0.137, 0.01, 0.137 * 1234 / 50
+    expected = lam.copy()
+    expected *= 1.0 - rho
+    expected += rho * eta
+    expected[words] += scale * word_topic
+    for threads in (1, 2):
+        numba.set_num_threads(threads)
+        got = lam.copy()
+        topic_matrix.step_towards(got, rho, eta, words, scale, word_topic)
+        assert np.array_equal(got, expected)
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+
+
+def test_column_sums_match_numpy_and_do_not_depend_on_threads():
+    rng = np.random.default_rng(22)
+    lam = rng.gamma(0.3, 1.0, size=(1001, 5))
+    sums = []
+    for threads in (1, 2):
+        numba.set_num_threads(threads)
+        sums.append(topic_matrix.column_sums(lam))
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert np.array_equal(sums[0], sums[1])
+    np.testing.assert_allclose(sums[0], lam.sum(axis=0), rtol=1e-13)
+    lam[17, 3] = np.inf
+    assert not np.isfinite(topic_matrix.column_sums(lam)[3])

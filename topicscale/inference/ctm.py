@@ -38,6 +38,7 @@ import numpy as np
 from ..kernels import ctm as kernel
 from ..kernels.meanfield import word_topic_statistics
 from ..kernels.minibatch import distinct_words, word_major
+from ..kernels.topic_matrix import step_towards
 from ..stats import SufficientStats
 from .local import step_metrics
 from .schedule import robbins_monro
@@ -278,9 +279,8 @@ class CTMSVI:
     def update(self, stats):
         m = self.model
         rho = robbins_monro(m.step, self.tau, self.kappa)
-        m.lam *= 1.0 - rho
-        m.lam += rho * m.eta
-        m.lam[stats.topics.words] += (rho * self.corpus_docs / stats.n_docs) * stats.topics.word_topic
+        step_towards(m.lam, rho, m.eta, stats.topics.words, rho * self.corpus_docs / stats.n_docs,
+                     stats.topics.word_topic)
         mean = (1.0 - rho) * m.mu0 + (rho / stats.n_docs) * stats.mu_sum
         second = (1.0 - rho) * m.moment2 + (rho / stats.n_docs) * stats.second_sum
         m.set_moments(mean, second, self.corpus_docs)

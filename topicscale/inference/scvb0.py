@@ -18,6 +18,7 @@ t is model.step, the number of minibatches already folded in (the paper counts "
 iterations"; with a fixed minibatch size the two differ by a constant factor in t, which the
 paper's tau = 1000 was tuned for with minibatches of 100). rho is capped at 1.
 """
+from ..kernels.topic_matrix import step_towards
 from .local import step_metrics
 
 
@@ -70,10 +71,8 @@ class SCVB0:
         self._docs += stats.n_docs
         self._tokens += stats.n_tokens
         rho = scvb0_step_size(m.step, self.s, self.tau, self.kappa)
-        m.lam *= 1.0 - rho
-        m.lam += rho * m.eta
-        if stats.n_tokens > 0:
-            m.lam[stats.words] += (rho * self.corpus_size() / stats.n_tokens) * stats.word_topic
+        scale = rho * self.corpus_size() / stats.n_tokens if stats.n_tokens > 0 else 0.0
+        step_towards(m.lam, rho, m.eta, stats.words, scale, stats.word_topic)
         m.step += 1
         m.docs_seen += stats.n_docs
         self.last_rho = rho

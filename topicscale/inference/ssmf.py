@@ -26,6 +26,7 @@ import inspect
 
 import numpy as np
 
+from ..kernels.topic_matrix import step_towards
 from .local import step_metrics
 from .schedule import robbins_monro
 
@@ -131,10 +132,8 @@ class SSMFA:
         m = self.model
         rho = robbins_monro(m.step, self.tau, self.kappa)
         n_t = ramp(m.docs_seen + stats.n_docs, self.corpus_docs) if self.ramp else self.corpus_docs
-        m.lam *= 1.0 - rho
-        m.lam += rho * m.eta
-        if stats.n_docs:
-            m.lam[stats.words] += (rho * n_t / stats.n_docs) * stats.word_topic
+        scale = rho * n_t / stats.n_docs if stats.n_docs else 0.0
+        step_towards(m.lam, rho, m.eta, stats.words, scale, stats.word_topic)
         m.step += 1
         m.docs_seen += stats.n_docs
         self.last_rho, self.last_n = rho, n_t

@@ -1,4 +1,5 @@
 """Stochastic variational inference for LDA (SVI paper, figure 6, steps 10-11)."""
+from ..kernels.topic_matrix import step_towards
 from .local import step_metrics
 from .schedule import robbins_monro
 
@@ -29,9 +30,7 @@ class SVI:
     def update(self, stats):
         m = self.model
         rho = robbins_monro(m.step, self.tau, self.kappa)
-        m.lam *= 1.0 - rho
-        m.lam += rho * m.eta
-        m.lam[stats.words] += (rho * self.corpus_docs / stats.n_docs) * stats.word_topic
+        step_towards(m.lam, rho, m.eta, stats.words, rho * self.corpus_docs / stats.n_docs, stats.word_topic)
         m.step += 1
         m.docs_seen += stats.n_docs
         self.last_rho = rho

@@ -130,15 +130,12 @@ def digamma_array(x):
 
 
 @njit(error_model="numpy", parallel=True, cache=True)
-def exp_elog_rows(lam, rows, out):
-    """out[i, k] = exp(E[log beta_k, rows[i]]) = exp(psi(lam[rows[i], k]) - psi(sum_w lam[w, k]))
-    for a word-major lam (V x K); rows in parallel. When every column sum is >= 1 (always in
-    practice), as exp_digamma(lam) / exp_digamma(sum): one exp per entry, no log."""
-    V, K = lam.shape
-    total = np.zeros(K)
-    for w in range(V):
-        for k in range(K):
-            total[k] += lam[w, k]
+def exp_elog_rows(lam, total, rows, out):
+    """out[i, k] = exp(E[log beta_k, rows[i]]) = exp(psi(lam[rows[i], k]) - psi(total[k])) for a
+    word-major lam (V x K) with column sums total (topic_matrix.column_sums); rows in parallel.
+    When every column sum is >= 1 (always in practice), as exp_digamma(lam) / exp_digamma(sum): one
+    exp per entry, no log."""
+    K = lam.shape[1]
     ratio = True
     for k in range(K):
         ratio = ratio and total[k] >= 1.0
@@ -148,8 +145,10 @@ def exp_elog_rows(lam, rows, out):
     for i in prange(rows.shape[0]):
         row = lam[rows[i]]
         if ratio:
-            for k in range(K):
-                out[i, k] = exp_digamma(row[k]) * scale[k]
+            for k in range(K):         # exp_digamma(row[k]) * scale[k], inlined so that it vectorises
+                x = row[k]
+                y, r = _shifted(x)
+                out[i, k] = y * vexp(r) * scale[k] if x > 0.0 else np.nan
         else:
             for k in range(K):
                 out[i, k] = np.exp(digamma(row[k]) - scale[k])

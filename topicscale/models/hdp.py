@@ -149,9 +149,9 @@ class HDPModel:
     def elog_beta(self, words=None):
         """E[log beta_kw] = psi(lambda_kw) - psi(sum_v lambda_kv) for the given rows (V' x K)."""
         from ..kernels.special import digamma_array    # imports numba: only when needed
+        from ..kernels.topic_matrix import column_sums
         lam = self.lam if words is None else self.lam[words]
-        return (digamma_array(np.ascontiguousarray(lam))
-                - digamma_array(np.ascontiguousarray(self.lam.sum(axis=0)))[None, :])
+        return digamma_array(np.ascontiguousarray(lam)) - digamma_array(column_sums(self.lam))[None, :]
 
     def estep_topics(self, words=None):
         """The topics the document step uses: E[log beta] (log space, V' x K)."""

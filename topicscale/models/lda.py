@@ -68,16 +68,20 @@ class LDAModel:
                 "eta": self.eta, "step": self.step, "docs_seen": self.docs_seen}
 
     def is_finite(self):
-        return bool(np.all(np.isfinite(self.lam.sum(axis=0))))
+        """No infinite or NaN entry in lambda (checked through its column sums)."""
+        from ..kernels.topic_matrix import column_sums
+        return bool(np.all(np.isfinite(column_sums(self.lam))))
 
     def exp_elog_beta(self, words=None):
         """exp(E[log beta_kw]) = exp(psi(lambda_kw) - psi(sum_v lambda_kv)) for the given rows."""
-        from ..kernels.special import exp_elog_rows   # imports numba: only when needed
+        from ..kernels.topic_matrix import column_sums          # imports numba: only when needed
+        from ..kernels.special import exp_elog_rows
         rows = np.arange(self.n_words) if words is None else np.asarray(words, dtype=np.int64)
         if rows.shape[0] and (rows.min() < 0 or rows.max() >= self.n_words):
             raise ValueError(f"word ids must be in 0..{self.n_words - 1}")
         out = np.empty((rows.shape[0], self.n_topics))
-        exp_elog_rows(np.ascontiguousarray(self.lam), rows, out)
+        lam = np.ascontiguousarray(self.lam)
+        exp_elog_rows(lam, column_sums(lam), rows, out)
         return out
 
     def expected_beta(self):

@@ -1,0 +1,51 @@
+"""Passes over the whole V x K topic matrix (word-major lambda), parallel over its rows.
+
+With a large vocabulary these passes, not the E-step, dominate a minibatch (GCIDE, V = 92k:
+benchmarks/results/kernel.md), and numpy runs them on one thread. Each entry is computed as
+numpy computed it (the same roundings); sums use a fixed number of row blocks, so no result
+depends on the thread count.
+"""
+import numpy as np
+from numba import njit, prange
+
+# row blocks of column_sums: partial sums per block, added in block order
+SUM_BLOCKS = 16
+
+
+@njit(parallel=True, cache=True)
+def step_towards(lam, rho, eta, words, scale, word_topic):
+    """The stochastic update of the topics (SVI paper eq. 27 with lambda-hat = eta + scale *
+    minibatch statistics; also SCVB0's eq. 7 and SSMF-A's step):
+        lam <- (1 - rho) lam + rho eta;   lam[words[j]] += scale * word_topic[j].
+    words must be distinct."""
+    V, K = lam.shape
+    keep = 1.0 - rho
+    add = rho * eta
+    for w in prange(V):
+        row = lam[w]
+        for k in range(K):
+            row[k] = row[k] * keep + add
+    for j in prange(words.shape[0]):
+        row = lam[words[j]]
+        stat = word_topic[j]
+        for k in range(K):
+            row[k] += scale * stat[k]
+
+
+@njit(parallel=True, cache=True)
+def column_sums(lam):
+    """sum_w lam[w, k] for each k: SUM_BLOCKS fixed blocks of rows summed in parallel, then the
+    block sums in block order."""
+    V, K = lam.shape
+    partial = np.zeros((SUM_BLOCKS, K))
+    for b in prange(SUM_BLOCKS):
+        acc = partial[b]
+        for w in range(b * V // SUM_BLOCKS, (b + 1) * V // SUM_BLOCKS):
+            row = lam[w]
+            for k in range(K):
+                acc[k] += row[k]
+    total = np.zeros(K)
+    for b in range(SUM_BLOCKS):
+        for k in range(K):
+            total[k] += partial[b, k]
+    return total
