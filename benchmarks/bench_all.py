@@ -57,7 +57,7 @@ def load(out, name):
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-EXTRA_PEER_RUNS = {"peers-nyt-k50-vectorised": " [re-run: 5 seeds, vectorised E-step]"}
+EXTRA_PEER_RUNS = {}   # {"results subfolder": " [note]"}: peer runs kept beside the full one
 
 
 def summarize(out):
@@ -103,18 +103,6 @@ def summarize(out):
                 add(f"{key}: E-step 2 threads >= 1.7x 1 thread (median of {kernel['settings']['repeats']})",
                     f"{c['thread_speedup']:.2f}x (roofline loop: {c.get('roofline_thread_speedup', float('nan')):.2f}x)",
                     c["thread_speedup"] >= 1.7, "kernel.md")
-    threads = load(out, "kernel_threads")      # optional: bench_kernel.py --variants estep,roofline_axpy32 --name kernel_threads
-    if threads:
-        for key, c in threads["cases"].items():
-            if "efficiency" in c:
-                add(f"{key}: E-step >= 30% of roofline (re-run of E-step and roofline only, load "
-                    f"{threads['machine']['loadavg'][0]:.1f})",
-                    f"{100 * c['efficiency']:.0f}% (2 multiply-adds per update: {100 * c['efficiency_madd']:.0f}%)",
-                    c["efficiency"] >= 0.30, "kernel_threads.md")
-            if "thread_speedup" in c:
-                add(f"{key}: 2 threads >= 1.7x 1 thread (same re-run)",
-                    f"{c['thread_speedup']:.2f}x (roofline loop: {c.get('roofline_thread_speedup', float('nan')):.2f}x)",
-                    c["thread_speedup"] >= 1.7, "kernel_threads.md")
     if scale:
         t = scale.get("targets", {})
         if "peak_rss_1M_mb" in t:
