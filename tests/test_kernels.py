@@ -181,7 +181,10 @@ def test_single_precision_refuses_a_document_whose_normalisers_underflow_and_red
     assert np.array_equal(single.redone, has_word)
     assert not double.redone.any()
     assert np.array_equal(single.gamma[has_word], double.gamma[has_word])
+    assert np.array_equal(single.exp_elog_theta[has_word], double.exp_elog_theta[has_word])
     assert np.array_equal(single.sweeps[has_word], double.sweeps[has_word])
+    entries = np.repeat(has_word, np.diff(indptr))
+    assert np.array_equal(single.token_weight[entries], double.token_weight[entries])
     assert not np.array_equal(single.gamma[~has_word], double.gamma[~has_word])
     np.testing.assert_allclose(single.gamma, double.gamma, rtol=1e-4)
 

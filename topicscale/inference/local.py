@@ -46,9 +46,10 @@ class MeanField:
     """Mean-field E-step of LDA (SVI paper eqs. 33-34), numba kernel parallel over documents.
 
     precision: "single" runs the training E-step (statistics) on float32 copies of the topic
-    rows, 1.4-1.7x faster on NYT; a document whose normalisers fall near float32's range is
-    redone in float64 (kernels.meanfield.SAFE_NORM_SINGLE). gamma, exp(E[log theta]) and the
-    statistics stay float64, and `fit` (evaluation, infer) always runs in double.
+    rows, 1.3-1.6x faster on NYT; a document whose normalisers fall near float32's range is
+    redone in float64 (kernels.meanfield.SAFE_NORM_SINGLE; the double kernel is compiled or
+    loaded at the first such document). gamma, exp(E[log theta]) and the statistics stay
+    float64, and `fit` without single_topics (evaluation, infer) runs in double.
     """
     name = "meanfield"
     PRECISIONS = ("single", "double")
@@ -65,20 +66,31 @@ class MeanField:
         """Run the kernel on a CSR block whose `indices` index rows of `topics` (V' x K, float64);
         with single_topics (the same rows in float32), in single precision (see the class)."""
         D, K = indptr.shape[0] - 1, topics.shape[1]
+        alpha = np.asarray(alpha, dtype=np.float64)
         n_chunks = max(1, min(D, 4 * numba.get_num_threads()))
         gamma = np.empty((D, K))
         exp_elog_theta = np.empty((D, K))
         token_weight = np.empty(indices.shape[0])
         sweeps = np.zeros(D, dtype=np.int64)
-        redone = np.zeros(D, dtype=np.bool_)
         chunk_thread = np.full(n_chunks, -1, dtype=np.int64)
         single = single_topics is not None
-        meanfield.estep_batch(indptr, indices, counts, single_topics if single else topics, topics,
-                              np.asarray(alpha, dtype=np.float64), self.max_iter, self.tol,
-                              self.accelerate, meanfield.SAFE_NORM_SINGLE if single else 0.0, n_chunks,
-                              gamma, exp_elog_theta, token_weight, sweeps, redone, chunk_thread)
-        return LocalResult(gamma, exp_elog_theta, token_weight, sweeps,
-                           len(np.unique(chunk_thread[chunk_thread >= 0])), redone)
+        meanfield.estep_batch(indptr, indices, counts, single_topics if single else topics, alpha,
+                              self.max_iter, self.tol, self.accelerate,
+                              meanfield.SAFE_NORM_SINGLE if single else 0.0, n_chunks,
+                              gamma, exp_elog_theta, token_weight, sweeps, chunk_thread)
+        threads = len(np.unique(chunk_thread[chunk_thread >= 0]))
+        redone = sweeps == meanfield.REFUSED
+        if redone.any():
+            # documents whose normalisers left float32's safe range: the same E-step in double
+            docs = np.flatnonzero(redone)
+            spans = [slice(indptr[d], indptr[d + 1]) for d in docs]
+            sub_ptr = np.concatenate([[0], np.cumsum([s.stop - s.start for s in spans])])
+            sub = self.fit(sub_ptr, np.concatenate([indices[s] for s in spans]),
+                           np.concatenate([counts[s] for s in spans]), topics, alpha)
+            gamma[docs], exp_elog_theta[docs], sweeps[docs] = sub.gamma, sub.exp_elog_theta, sub.sweeps
+            for j, s in enumerate(spans):
+                token_weight[s] = sub.token_weight[sub_ptr[j]:sub_ptr[j + 1]]
+        return LocalResult(gamma, exp_elog_theta, token_weight, sweeps, threads, redone)
 
     def warm_up(self, model):
         """Load (or compile) the kernels `statistics` calls; leaves the model untouched. The

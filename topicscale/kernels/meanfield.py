@@ -231,15 +231,15 @@ def document_scratch(K, longest, dtype):
 
 
 @njit(error_model="numpy", parallel=True, cache=True)
-def estep_batch(indptr, indices, counts, topics, topics_double, alpha, max_iter, tol, accelerate,
-                safe_norm, n_chunks, gamma, exp_elog_theta, token_weight, sweeps, redone, chunk_thread):
+def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, accelerate, safe_norm, n_chunks,
+                gamma, exp_elog_theta, token_weight, sweeps, chunk_thread):
     """E-step for every document of a CSR minibatch, parallel over fixed chunks of documents.
 
-    topics is float64 or float32 (then safe_norm = SAFE_NORM_SINGLE); a document refused in
-    single precision is redone from scratch on topics_double (the same rows in float64) and
-    flagged in redone. Each document is fitted independently, so the results do not depend on
-    the number of threads or chunks. Scratch arrays are allocated once per chunk, not per
-    document. chunk_thread[c] records which thread ran chunk c (to verify parallel execution).
+    topics is float64, or float32 with safe_norm = SAFE_NORM_SINGLE: then a document may come
+    back with sweeps[d] = REFUSED, for the caller to redo in double (inference.local.MeanField).
+    Each document is fitted independently, so the results do not depend on the number of
+    threads or chunks. Scratch arrays are allocated once per chunk, not per document.
+    chunk_thread[c] records which thread ran chunk c (to verify parallel execution).
     """
     D = indptr.shape[0] - 1
     K = topics.shape[1]
@@ -250,23 +250,15 @@ def estep_batch(indptr, indices, counts, topics, topics_double, alpha, max_iter,
         for d in range(lo_doc, hi_doc):
             longest = max(longest, indptr[d + 1] - indptr[d])
         gammas = np.empty((3, K))
-        lanes, weight, block = document_scratch(K, longest, topics.dtype)
-        double_lanes, double_weight, double_block = document_scratch(K, 0, topics_double.dtype)
+        lanes = np.empty((2, K), dtype=topics.dtype)
+        weight = np.empty(longest, dtype=topics.dtype)
+        block = np.empty((K, min(longest, BLOCK_ENTRIES // K)), dtype=topics.dtype)
         for d in range(lo_doc, hi_doc):
             lo = indptr[d]
             hi = indptr[d + 1]
-            s = estep_document(indices[lo:hi], counts[lo:hi], topics, alpha, max_iter, tol, accelerate,
-                               safe_norm, gamma[d], exp_elog_theta[d], token_weight[lo:hi], gammas,
-                               lanes, weight, block)
-            redone[d] = s == REFUSED
-            if redone[d]:
-                if double_weight.shape[0] == 0:
-                    double_lanes, double_weight, double_block = document_scratch(K, longest,
-                                                                                 topics_double.dtype)
-                s = estep_document(indices[lo:hi], counts[lo:hi], topics_double, alpha, max_iter, tol,
-                                   accelerate, 0.0, gamma[d], exp_elog_theta[d], token_weight[lo:hi],
-                                   gammas, double_lanes, double_weight, double_block)
-            sweeps[d] = s
+            sweeps[d] = estep_document(indices[lo:hi], counts[lo:hi], topics, alpha, max_iter, tol,
+                                       accelerate, safe_norm, gamma[d], exp_elog_theta[d],
+                                       token_weight[lo:hi], gammas, lanes, weight, block)
 
 
 @njit(error_model="numpy", parallel=True, cache=True)
