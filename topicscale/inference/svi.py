@@ -1,4 +1,6 @@
 """Stochastic variational inference for LDA (SVI paper, figure 6, steps 10-11)."""
+import numpy as np
+
 from ..kernels.topic_matrix import step_towards
 from .local import step_metrics
 from .schedule import robbins_monro
@@ -22,10 +24,13 @@ class SVI:
         return {"rho": self.last_rho, **step_metrics(result)}
 
     def warm_up(self):
-        """Load the local step's kernels (see train: not counted as training time)."""
+        """Load the local step's kernels and the update's (see train: not counted as training
+        time); leaves the model untouched."""
         warm_up = getattr(self.local, "warm_up", None)
         if warm_up:
             warm_up(self.model)
+        K = self.model.lam.shape[1]
+        step_towards(np.ones((1, K)), 0.0, 0.0, np.zeros(0, dtype=np.int64), 0.0, np.zeros((0, K)))
 
     def update(self, stats):
         m = self.model
