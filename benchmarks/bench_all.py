@@ -57,7 +57,7 @@ def load(out, name):
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-EXTRA_PEER_RUNS = {}   # {"results subfolder": " [note]"}: peer runs kept beside the full one
+EXTRA_PEER_RUNS = {"peers-gcide-5pass": " [extra run: 5 passes]"}   # peer runs kept beside the full one
 
 
 def summarize(out):
