@@ -115,6 +115,15 @@ def weighted_row_sum(ids, topics, weight, acc):
             acc[k] += r * w[k]
 
 
+@njit(error_model="numpy", cache=True, nogil=True)
+def lane_token_weights(ids, counts, topics, block, exp_elog_theta, theta_lane, weight):
+    """token_weights with exp(E[log theta]) (float64) first copied into theta_lane, in the
+    precision of topics; returns the smallest normaliser."""
+    for k in range(exp_elog_theta.shape[0]):
+        theta_lane[k] = exp_elog_theta[k]
+    return token_weights(ids, counts, topics, block, theta_lane, weight)
+
+
 # estep_document's answer when single precision could not be trusted (see SAFE_NORM_SINGLE)
 REFUSED = -1
 # In single precision, a document whose smallest normaliser falls below this is redone in double:
@@ -134,10 +143,8 @@ def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, exp_elog_theta
     exp(E[log theta]) in that precision and the accumulator."""
     K = gamma_in.shape[0]
     exp_dirichlet_expectation(gamma_in, exp_elog_theta)
-    theta_lane, acc = lanes[0], lanes[1]
-    for k in range(K):
-        theta_lane[k] = exp_elog_theta[k]
-    lowest = token_weights(ids, counts, topics, block, theta_lane, weight)
+    lowest = lane_token_weights(ids, counts, topics, block, exp_elog_theta, lanes[0], weight)
+    acc = lanes[1]
     weighted_row_sum(ids, topics, weight, acc)
     change = 0.0
     for k in range(K):
@@ -213,21 +220,11 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_n
         gamma[k] = result[k]
     exp_dirichlet_expectation(gamma, exp_elog_theta)
     # token weights consistent with the final exp(E[log theta]) (used for the statistics)
-    theta_lane = lanes[0]
-    for k in range(K):
-        theta_lane[k] = exp_elog_theta[k]
-    if token_weights(ids, counts, topics, block, theta_lane, weight) < safe_norm:
+    if lane_token_weights(ids, counts, topics, block, exp_elog_theta, lanes[0], weight) < safe_norm:
         return REFUSED
     for j in range(n):
         token_weight[j] = weight[j]
     return sweeps
-
-
-@njit(error_model="numpy", cache=True, nogil=True)
-def document_scratch(K, longest, dtype):
-    """Per-chunk scratch of estep_document in the precision `dtype`: lanes, weight, block."""
-    return (np.empty((2, K), dtype=dtype), np.empty(longest, dtype=dtype),
-            np.empty((K, min(longest, BLOCK_ENTRIES // K)), dtype=dtype))
 
 
 @njit(error_model="numpy", parallel=True, cache=True)
