@@ -57,6 +57,7 @@ def load(out, name):
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+VARIANT_FLAGS = {"topicscale-accelerate": "--accelerate", "topicscale-mean": "--estep-beta mean"}
 EXTRA_PEER_RUNS = {"peers-gcide-5pass": " [extra run: 5 passes]"}   # peer runs kept beside the full one
 
 
@@ -69,11 +70,8 @@ def summarize(out):
 
     def add_peer_rows(peers, note, where):
         for case in peers["cases"]:
-            for variant in ("topicscale", "topicscale-accelerate"):
-                v = case["ratios"].get(variant)
-                if not v:
-                    continue
-                tag = note + ("" if variant == "topicscale" else " (--accelerate, extra row)")
+            for variant, v in case["ratios"].items():
+                tag = note + ("" if variant == "topicscale" else f" ({VARIANT_FLAGS[variant]}, extra row)")
                 for peer, x in v["per_peer"].items():
                     goal = x.get("target")
                     fig = (f"{x['ratio']:.2f}x (interpolated {x['ratio_interpolated']:.2f}x)" if x["ratio"] is not None

@@ -43,11 +43,13 @@ sys.path.insert(0, str(HERE))
 from common import (BenchError, child_env, fmt_spread, machine, med, run, run_worker,  # noqa: E402
                     topicscale_command, write_json)
 
-TOOLS = ("topicscale", "topicscale-accelerate", "gensim", "gensim-multicore", "sklearn", "tomotopy", "vw")
+VARIANTS = ("topicscale", "topicscale-accelerate", "topicscale-mean")
+TOOLS = VARIANTS + ("gensim", "gensim-multicore", "sklearn", "tomotopy", "vw")
 PEERS = ("gensim", "gensim-multicore", "sklearn", "tomotopy", "vw")
 LABELS = {
     "topicscale": "topicscale (svi, mean-field)",
     "topicscale-accelerate": "topicscale --accelerate (SQUAREM E-step)",
+    "topicscale-mean": "topicscale --estep-beta mean (E[beta] in the E-step)",
     "gensim": "gensim LdaModel",
     "gensim-multicore": "gensim LdaMulticore (workers=2)",
     "sklearn": "scikit-learn LDA (online)",
@@ -201,7 +203,7 @@ def best_point(points):
 
 def ratios(curves, tools):
     out = {}
-    for variant in ("topicscale", "topicscale-accelerate"):
+    for variant in VARIANTS:
         if variant not in curves or "points" not in curves[variant]:
             continue
         ts_points = curves[variant]["points"]
@@ -308,7 +310,7 @@ def render(r):
              " | topicscale final | best peer (score) | final >= best peer |")
     L.append("|---|---|" + "---:|" * len(PEERS) + "---:|---|---|")
     for case in r["cases"]:
-        for variant in ("topicscale", "topicscale-accelerate"):
+        for variant in VARIANTS:
             v = case["ratios"].get(variant)
             if not v:
                 continue
@@ -394,7 +396,9 @@ def render(r):
              "and SVI global step built as `topicscale fit` builds them; time = the driver's `train_seconds` "
              "(minibatch reads included, snapshot time excluded by the driver); checked against a real "
              "`topicscale fit` per case (above); E-step in single precision (float32 topic rows, the default "
-             "`--precision single`). `--accelerate`: the same with the SQUAREM E-step.")
+             "`--precision single`). `--accelerate`: the same with the SQUAREM E-step. `--estep-beta mean`: the "
+             "same with E[beta] instead of exp(E[log beta]) as the E-step's topics (CVB0's plug-in; the "
+             "global step is unchanged).")
     L.append("- **gensim LdaModel**: `LdaModel(corpus=None, chunksize=S, alpha=[1/K]*K, eta, decay=kappa, "
              "offset=tau, iterations=cap, gamma_threshold=tol, random_state=seed)`, then one `update(corpus, "
              "chunksize=S, passes=P)` (its own multi-pass loop, documents in topicscale's epoch-0 order every "

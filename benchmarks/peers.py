@@ -13,6 +13,8 @@ while a tool trains.
                         does not count in train_seconds). bench_peers.py checks that the last
                         snapshot equals the topics of a real `topicscale fit` run bit for bit.
   topicscale-accelerate the same with --accelerate (SQUAREM E-step).
+  topicscale-mean       the same with --estep-beta mean (E[beta] in the E-step instead of
+                        exp(E[log beta])).
   gensim                gensim LdaModel: one update(corpus, passes=P) call (gensim's own multi-pass
                         loop), snapshots in a wrapper of do_mstep (time excluded).
   gensim-multicore      gensim LdaMulticore(workers=threads), chunksize = S / workers so that each
@@ -37,8 +39,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-TOOLS = ("topicscale", "topicscale-accelerate", "gensim", "gensim-multicore", "sklearn", "tomotopy", "vw")
-SVI_TOOLS = ("topicscale", "topicscale-accelerate", "gensim", "gensim-multicore", "sklearn")
+# topicscale's variants: the `topicscale fit` options each adds to the shared settings
+TOPICSCALE_VARIANTS = {"topicscale": {}, "topicscale-accelerate": {"accelerate": True},
+                       "topicscale-mean": {"estep_beta": "mean"}}
 
 
 # ------------------------------------------------------------------------------ data
@@ -117,10 +120,11 @@ def train_topicscale(spec, snaps):
     config = {"model": "lda", "algorithm": "svi", "local": "meanfield", "n_topics": s["topics"],
               "batch_size": s["batch_size"], "kappa": s["kappa"], "tau": s["tau"], "alpha": s["alpha"],
               "eta": s["eta"], "passes": float(s["passes"]), "max_docs": 0, "time_limit": 0.0,
-              "max_iter": s["max_iter"], "tol": s["tol"], "accelerate": spec["tool"] == "topicscale-accelerate",
+              "max_iter": s["max_iter"], "tol": s["tol"], "accelerate": False,
               "seed": s["seed"], "threads": s["threads"], "heldout": None, "eval_every": 1,
               "checkpoint_every": 0, "checkpoint_seconds": 0.0, "init_model": None, "force": True,
-              "output": None, "corpus": str(Path(spec["train"]).resolve())}
+              "output": None, "corpus": str(Path(spec["train"]).resolve()),
+              **TOPICSCALE_VARIANTS[spec["tool"]]}
     config = runs.with_defaults(config)
     model = runs._new_model(config, corpus)                 # the same construction as `fit`
     model.settings.update({k: v for k, v in config.items() if k not in runs.RUN_ONLY})
@@ -454,7 +458,7 @@ def worker_train(spec):
     tool = spec["tool"]
     snaps = Snapshots(spec["snap_dir"], keep=spec.get("keep_snapshots", True))
     t0 = time.perf_counter()
-    if tool in ("topicscale", "topicscale-accelerate"):
+    if tool in TOPICSCALE_VARIANTS:
         extra = train_topicscale(spec, snaps)
     elif tool in ("gensim", "gensim-multicore"):
         extra = train_gensim(spec, snaps, multicore=tool == "gensim-multicore")

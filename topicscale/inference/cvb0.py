@@ -9,7 +9,7 @@ import numpy as np
 
 from ..kernels import cvb0 as kernel
 from ..kernels.minibatch import distinct_words
-from ..kernels.topic_matrix import column_sums
+from ..kernels.topic_matrix import mean_topic_rows
 from ..stats import SufficientStats
 from .entries import (BLOCK_FLOATS, add_word_statistics, check_topics_rows,
                       document_blocks, exp_dirichlet_expectations, local_prior, n_chunks_for,
@@ -46,8 +46,7 @@ class CVB0:
 
     def estep_topics(self, model, words=None):
         """E[beta] rows (V' x K) for the given words (all when None): what eq. 5 multiplies by."""
-        lam = model.lam if words is None else model.lam[words]
-        return lam / column_sums(model.lam)[None, :]
+        return mean_topic_rows(model.lam, words)
 
     def _run(self, indptr, indices, counts, topics, alpha, entry_gamma):
         D, K = indptr.shape[0] - 1, topics.shape[1]

@@ -49,3 +49,11 @@ def column_sums(lam):
         for k in range(K):
             total[k] += partial[b, k]
     return total
+
+
+def mean_topic_rows(lam, words=None):
+    """E[beta] rows: lam[w, k] / sum_v lam[v, k] for the given words (all when None), V' x K.
+    As a local step's topics this is the zeroth-order plug-in of CVB0 (SCVB0 paper, eq. 5:
+    (N^Phi_wk + eta) / (N^Z_k + V eta) when lam = N^Phi + eta)."""
+    rows = lam if words is None else lam[words]
+    return rows / column_sums(lam)[None, :]
