@@ -43,13 +43,13 @@ sys.path.insert(0, str(HERE))
 from common import (BenchError, child_env, fmt_spread, machine, med, run, run_worker,  # noqa: E402
                     topicscale_command, write_json)
 
-VARIANTS = ("topicscale", "topicscale-accelerate", "topicscale-mean")
+VARIANTS = ("topicscale", "topicscale-accelerate", "topicscale-paper")
 TOOLS = VARIANTS + ("gensim", "gensim-multicore", "sklearn", "tomotopy", "vw")
 PEERS = ("gensim", "gensim-multicore", "sklearn", "tomotopy", "vw")
 LABELS = {
     "topicscale": "topicscale (svi, mean-field)",
     "topicscale-accelerate": "topicscale --accelerate (SQUAREM E-step)",
-    "topicscale-mean": "topicscale --estep-beta mean (E[beta] in the E-step)",
+    "topicscale-paper": "topicscale --estep-beta exp-elog (the SVI paper's E-step)",
     "gensim": "gensim LdaModel",
     "gensim-multicore": "gensim LdaMulticore (workers=2)",
     "sklearn": "scikit-learn LDA (online)",
@@ -396,9 +396,9 @@ def render(r):
              "and SVI global step built as `topicscale fit` builds them; time = the driver's `train_seconds` "
              "(minibatch reads included, snapshot time excluded by the driver); checked against a real "
              "`topicscale fit` per case (above); E-step in single precision (float32 topic rows, the default "
-             "`--precision single`). `--accelerate`: the same with the SQUAREM E-step. `--estep-beta mean`: the "
-             "same with E[beta] instead of exp(E[log beta]) as the E-step's topics (CVB0's plug-in; the "
-             "global step is unchanged).")
+             "`--precision single`). The E-step multiplies by E[beta] (the default `--estep-beta mean`, CVB0's plug-in); "
+             "`--estep-beta exp-elog`: the same with the SVI paper's exp(E[log beta]); `--accelerate`: the "
+             "default with the SQUAREM E-step.")
     L.append("- **gensim LdaModel**: `LdaModel(corpus=None, chunksize=S, alpha=[1/K]*K, eta, decay=kappa, "
              "offset=tau, iterations=cap, gamma_threshold=tol, random_state=seed)`, then one `update(corpus, "
              "chunksize=S, passes=P)` (its own multi-pass loop, documents in topicscale's epoch-0 order every "

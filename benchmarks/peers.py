@@ -13,8 +13,8 @@ while a tool trains.
                         does not count in train_seconds). bench_peers.py checks that the last
                         snapshot equals the topics of a real `topicscale fit` run bit for bit.
   topicscale-accelerate the same with --accelerate (SQUAREM E-step).
-  topicscale-mean       the same with --estep-beta mean (E[beta] in the E-step instead of
-                        exp(E[log beta])).
+  topicscale-paper      the same with --estep-beta exp-elog (the SVI paper's E-step, with
+                        exp(E[log beta]) instead of the default E[beta]).
   gensim                gensim LdaModel: one update(corpus, passes=P) call (gensim's own multi-pass
                         loop), snapshots in a wrapper of do_mstep (time excluded).
   gensim-multicore      gensim LdaMulticore(workers=threads), chunksize = S / workers so that each
@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE))
 
 # topicscale's variants: the `topicscale fit` options each adds to the shared settings
 TOPICSCALE_VARIANTS = {"topicscale": {}, "topicscale-accelerate": {"accelerate": True},
-                       "topicscale-mean": {"estep_beta": "mean"}}
+                       "topicscale-paper": {"estep_beta": "exp-elog"}}
 
 
 # ------------------------------------------------------------------------------ data

@@ -52,6 +52,7 @@ def test_info_of_corpus_and_model(model):
     assert c["type"] == "corpus" and c["documents"] > 3000 and c["nnz"] <= c["tokens"]
     m = json.loads(run("info", root / "model", "--json").output)
     assert m["topics"] == 8 and m["vocabulary"] == c["vocabulary"] and m["algorithm"] == "svi"
+    assert m["estep_beta"] == "mean"                # the default E-step topics (README)
     assert m["alpha"] == pytest.approx(1 / 8)
 
 

@@ -29,6 +29,8 @@ FIT_DEFAULTS = {"batch_size": 500, "kappa": 0.7, "tau": 64.0, "eta": 0.01}
 RUN_ONLY = {"output", "threads", "force", "init_model", "heldout", "eval_every", "checkpoint_every",
             "checkpoint_seconds", "passes", "max_docs", "time_limit", "n_topics", "alpha", "eta"}
 RUN_LOG = ".run.jsonl"
+# where --estep-beta applies: the mean-field E-step on the model's own (not sampled) topics
+ESTEP_BETA_APPLIES = {("lda", "svi", "meanfield"), ("lda", "batch", "meanfield")}
 
 
 def _check_output(output, force, init_model):
@@ -45,9 +47,15 @@ def _check_output(output, force, init_model):
 
 
 def with_defaults(config):
-    """Fill options left unset: the algorithm's DEFAULTS (its paper's settings), then FIT_DEFAULTS."""
+    """Fill options left unset: the algorithm's DEFAULTS (its paper's settings), then FIT_DEFAULTS;
+    estep_beta (only where it applies) defaults to "mean" (inference.local.MeanField)."""
     algorithm = registry.lookup(registry.ALGORITHMS, config["model"], config["algorithm"], "algorithm")
     registry.check_local(config["model"], config["algorithm"], config["local"])
+    if (config["model"], config["algorithm"], config["local"]) in ESTEP_BETA_APPLIES:
+        config = {**config, "estep_beta": config.get("estep_beta") or "mean"}
+    elif config.get("estep_beta"):
+        raise TopicscaleError("--estep-beta goes with --model lda --algorithm svi or batch and the "
+                              "meanfield local step only")
     defaults = {**FIT_DEFAULTS, **getattr(algorithm, "DEFAULTS", {})}
     return {**config, **{k: v for k, v in defaults.items() if config.get(k) is None}}
 
