@@ -696,7 +696,7 @@ def render_markdown(r):
              "topics fixed, predictive log likelihood of the other half, per held-out token; "
              "max_iter=100, tol=1e-3, split seed 0). Higher is better.")
     L.append("* **own score**: each tool's own metric, labelled, not comparable across tools: topicscale "
-             "`eval` (document completion, E-step with exp(E[log beta])); gensim `log_perplexity` "
+             "`eval` (document completion, E-step with the topics the model was trained with: E[beta] by default); gensim `log_perplexity` "
              "(per-word variational bound on whole held-out documents); sklearn `perplexity` "
              "(exp of minus the per-word bound on whole held-out documents).")
     L.append("")
