@@ -47,12 +47,15 @@ SETTINGS = {"batch_size": 500, "kappa": 0.7, "tau": 10.0, "eta": 0.01, "max_iter
 
 # ============================================================================ workers
 def _batches(spec):
-    """The first spec['docs'] documents of epoch 0 as minibatches with their local topics."""
+    """The first spec['docs'] documents of epoch 0 as minibatches with the topic rows the model's
+    E-step runs on (E[beta] for models trained with the default --estep-beta mean)."""
     import numpy as np
+    from topicscale import registry
     from topicscale.corpus.shards import Corpus
     from topicscale.corpus.stream import MinibatchStream
     from topicscale.models import load_model
     model = load_model(spec["model"])
+    local = registry.local_step_for(model)
     corpus = Corpus(spec["train"])
     S = SETTINGS["batch_size"]
     order = MinibatchStream(corpus, S, SETTINGS["seed"]).epoch_order(0)[:spec["docs"]]
@@ -60,7 +63,7 @@ def _batches(spec):
     for lo in range(0, len(order), S):
         batch = corpus.rows(order[lo:lo + S])
         words, local = np.unique(batch.indices, return_inverse=True)
-        topics = np.ascontiguousarray(model.estep_topics(words))
+        topics = np.ascontiguousarray(local.estep_topics(model, words))
         out.append({"indptr": batch.indptr, "indices": local.astype(np.int32), "counts": batch.counts,
                     "topics": topics, "topics32": topics.astype(np.float32), "alpha": model.local_prior(),
                     "words": int(words.shape[0])})
@@ -174,17 +177,17 @@ def worker_anatomy(spec):
         t1 = clock()
         words, loc = distinct_words(batch.indices)                            # 2. local word ids
         t2 = clock()
-        exp_elog_beta = model.estep_topics(words)                            # 3. exp(E[log beta]) rows
+        topic_rows = local.estep_topics(model, words)                        # 3. E-step topic rows
         t3 = clock()
-        single = exp_elog_beta.astype(np.float32) if local.precision == "single" else None
-        result = local.fit(batch.indptr, loc, batch.counts, exp_elog_beta, model.local_prior(), single)  # 4. E-step
+        single = topic_rows.astype(np.float32) if local.precision == "single" else None
+        result = local.fit(batch.indptr, loc, batch.counts, topic_rows, model.local_prior(), single)  # 4. E-step
         t4 = clock()
         word_ptr, order, doc = word_major(batch.indptr, loc, words.shape[0])   # 5. transpose
         t5 = clock()
         word_topic = np.empty((words.shape[0], model.n_topics))
         meanfield.word_topic_statistics(word_ptr, doc, result.token_weight[order],
                                         result.exp_elog_theta, word_topic)   # 6. statistics kernel
-        word_topic *= exp_elog_beta
+        word_topic *= topic_rows
         stats = SufficientStats(words, word_topic, batch.n_docs, batch.n_tokens)
         t6 = clock()
         rho = robbins_monro(model.step, SETTINGS["tau"], SETTINGS["kappa"])  # 7. global step (SVI.update)
@@ -197,7 +200,8 @@ def worker_anatomy(spec):
             warm = False
             continue
         for name, a, b in (("read minibatch (Corpus.rows)", t0, t1), ("np.unique word ids", t1, t2),
-                           ("exp(E[log beta]) of the minibatch's words (estep_topics: lambda column sums + digamma)", t2, t3),
+                           ("topic rows of the minibatch's words (MeanField.estep_topics: lambda column sums, then "
+                            "E[beta] or exp(E[log beta]))", t2, t3),
                            ("E-step kernel (MeanField.fit; single precision: with the float32 copy of the rows)", t3, t4), ("transpose minibatch (argsort, bincount)", t4, t5),
                            ("statistics kernel + scaling (word_topic_statistics)", t5, t6),
                            ("global step (step_towards: lambda <- (1 - rho) lambda + rho eta on all V x K, "
@@ -392,7 +396,8 @@ def render(r):
              "was running on the machine: see the spread columns).")
     L.append("")
     L.append(f"Real minibatches: the first {s['docs']} documents of topicscale's epoch-0 order (minibatches of "
-             f"{s['batch_size']}), topics exp(E[log beta]) of a model fitted for one pass with the shared settings "
+             f"{s['batch_size']}), the topic rows the E-step runs on (E[beta], the default `--estep-beta mean`) "
+             "of a model fitted for one pass with the shared settings "
              f"(kappa {s['kappa']}, tau {s['tau']:g}, eta {s['eta']}, alpha 1/K, E-step cap {s['max_iter']}, "
              f"tol {s['tol']}). Every figure is the median of {s['repeats']} interleaved repeats "
              "[min-max in brackets].")

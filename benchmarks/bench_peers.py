@@ -373,8 +373,9 @@ def render(r):
                      f"{cli['train_seconds']:.2f} (in-process driver: {ts['points'][-1]['train_seconds']:.2f} median), "
                      f"process wall {cli['process_wall_seconds']:.2f} s; its topics are "
                      f"{'**identical bit for bit** to' if cli['same_topics_as_in_process'] else '**NOT identical** to'} "
-                     "the in-process run's last snapshot. Its own in-run score (local step with exp(E[log beta]), "
-                     "not the shared fold-in) after each pass: " +
+                     "the in-process run's last snapshot. Its own in-run score (`fit --heldout`: a fold-in with "
+                     "the topics its E-step ran on, E[beta] by default, the same as the shared fold-in's) after "
+                     "each pass: " +
                      ", ".join(f"{e['per_word_ll']:.4f}" for e in cli["in_run_evals"]) + ".")
         L.append("")
         rh = []

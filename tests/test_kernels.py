@@ -9,7 +9,8 @@ import reference
 from topicscale.inference.local import MeanField
 from topicscale.kernels import meanfield, topic_matrix
 from topicscale.kernels.minibatch import distinct_words, word_major
-from topicscale.kernels.special import digamma, digamma_array, exp_dirichlet_expectation, vexp
+from topicscale.kernels.special import (digamma, digamma_array, exp_dirichlet_expectation, exp_dirichlet_expectation32,
+                                        exp_dirichlet_lanes, vexp, vexp32)
 from topicscale.models.lda import LDAModel
 from topicscale.corpus.shards import Rows
 
@@ -63,6 +64,59 @@ def test_exp_dirichlet_expectation():
     out = np.empty(3)
     exp_dirichlet_expectation(g, out)
     assert np.allclose(out, np.exp(scipy_digamma(g) - scipy_digamma(g.sum())), rtol=1e-13)
+
+
+def test_vexp32_matches_exp_within_one_ulp():
+    """float32 exp: within 1 ulp (of float32) of exp from -86.9 to 88.7; 0 at or below -87, inf
+    above 88.72, nan for nan."""
+    @njit(error_model="numpy")
+    def vexp32_array(x, out):
+        for i in range(x.shape[0]):
+            out[i] = vexp32(x[i])
+    x = np.concatenate([np.linspace(-86.9, 88.7, 400_001), np.random.default_rng(6).uniform(-30, 2, 100_000),
+                        [0.0, -0.0, 1e-30, -1e-30]]).astype(np.float32)
+    got = np.empty_like(x)
+    vexp32_array(x, got)
+    expected = np.exp(x.astype(np.float64))
+    assert np.max(np.abs(got - expected) / expected) <= 2.0 ** -23
+    edges = np.array([-np.inf, -1e4, -87.0, 88.8, 1e4, np.inf, np.nan], dtype=np.float32)
+    got = np.empty_like(edges)
+    vexp32_array(edges, got)
+    assert np.array_equal(got[:3], np.zeros(3)) and np.all(np.isposinf(got[3:6])) and np.isnan(got[6])
+
+
+def test_exp_dirichlet_expectation32_matches_scipy_to_float32_accuracy():
+    """Relative error at most |psi(gamma_k) - psi(sum)| x 2^-22 + 2^-22 (the float32 rounding of a
+    value of that size), which is below 1e-6 for gamma_k >= 0.5; gammas from 1e-3 to 1e7 (across
+    the switch of the shift sum at 1e5), and a sum below 1 (the digamma-difference path)."""
+    rng = np.random.default_rng(8)
+    cases = [rng.gamma(0.1, 1.0, 50) + 0.02, rng.gamma(2.0, 30.0, 200), np.logspace(-3, 7, 64),
+             np.array([1e5 * (1 - 1e-7), 1e5 * (1 + 1e-7), 3.0]), np.full(8, 0.05)]
+    for gamma in cases:
+        out = np.empty(gamma.shape[0], dtype=np.float32)
+        exp_dirichlet_expectation32(gamma, out)
+        log_ratio = scipy_digamma(gamma) - scipy_digamma(gamma.sum())
+        expected = np.exp(log_ratio)
+        keep = expected > 1e-36                 # float32 flushes smaller values towards 0
+        error = np.abs(out[keep] - expected[keep]) / expected[keep]
+        assert np.all(error <= (np.abs(log_ratio[keep]) + 1.0) * 2.0 ** -22)
+        assert np.all(out[~keep] <= 1e-36)
+        if np.any(gamma >= 0.5):
+            assert np.max(error[gamma[keep] >= 0.5]) < 1e-6
+
+
+def test_exp_dirichlet_lanes_computes_in_the_precision_of_its_output():
+    """Inside a kernel, a float64 output gets exp_dirichlet_expectation and a float32 output
+    exp_dirichlet_expectation32, bit for bit (the dispatch is by type, at compile time)."""
+    @njit(error_model="numpy")
+    def in_kernel(gamma, out):
+        exp_dirichlet_lanes(gamma, out)
+    gamma = np.random.default_rng(9).gamma(0.5, 2.0, 37) + 0.01
+    for dtype, direct in ((np.float64, exp_dirichlet_expectation), (np.float32, exp_dirichlet_expectation32)):
+        got, expected = np.empty(37, dtype), np.empty(37, dtype)
+        in_kernel(gamma, got)
+        direct(gamma, expected)
+        assert np.array_equal(got, expected)
 
 
 def test_exp_elog_beta_matches_scipy():

@@ -256,10 +256,11 @@ def _matrix_help():
               help="SQUAREM-accelerated mean-field E-step: about 2.5x fewer sweeps per document "
                    "for a higher document bound, but after one pass slightly worse topics (README).")
 @click.option("--precision", type=click.Choice(["single", "double"]), default="single", show_default=True,
-              help="Floating point of the mean-field E-step's topic rows during training: single is "
-                   "1.3-1.6x faster on NYT; a document whose normalisers come near float32's range is "
-                   "redone in double (counted as double_docs in metrics.jsonl). gamma and the topics "
-                   "stay float64; eval and infer always run in double.")
+              help="Floating point of the mean-field E-step during training (topic rows and "
+                   "exp(E[log theta])): single is 1.2-1.9x faster (README); a document whose "
+                   "normalisers come near float32's range is redone in double (counted as double_docs "
+                   "in metrics.jsonl). gamma and the topics stay float64; eval and infer always run "
+                   "in double.")
 @click.option("--estep-beta", type=click.Choice(["exp-elog", "mean"]),
               help="Topics the mean-field E-step multiplies by (LDA, --algorithm svi or batch): "
                    "mean = E[beta], CVB0's plug-in, which keeps rare words in their topics (0.05-0.6 "

@@ -47,10 +47,11 @@ class MeanField:
     """Mean-field E-step of LDA (SVI paper eqs. 33-34), numba kernel parallel over documents.
 
     precision: "single" runs the training E-step (statistics) on float32 copies of the topic
-    rows, 1.3-1.6x faster on NYT; a document whose normalisers fall near float32's range is
-    redone in float64 (kernels.meanfield.SAFE_NORM_SINGLE; the double kernel is compiled or
-    loaded at the first such document). gamma, exp(E[log theta]) and the statistics stay
-    float64, and `fit` without single_topics (evaluation, infer) runs in double.
+    rows, with exp(E[log theta]) computed in float32 too (special.exp_dirichlet_lanes); a
+    document whose normalisers fall near float32's range is redone in float64
+    (kernels.meanfield.SAFE_NORM_SINGLE; the double kernel is compiled or loaded at the first
+    such document). gamma and the statistics are accumulated in float64, and `fit` without
+    single_topics (evaluation, infer) runs in double.
 
     estep_beta: the topics B of eq. 33. "exp-elog" is the paper's exp(E[log beta]); "mean" is
     E[beta] = lambda / colsum(lambda), the plug-in of CVB0 (SCVB0 paper, eq. 5). exp(E[log beta])

@@ -5,8 +5,8 @@ For document d with distinct words w_n and counts c_n, iterate from gamma_dk = 1
     gamma_dk = alpha_k + sum_n c_n phi_nk                                      (eq. 34)
 until the mean absolute change of gamma_d falls below `tol` or `max_iter` sweeps ran;
 optionally accelerated by SQUAREM (see estep_document).
-B is exp(E[log beta]) in training (V x K, word-major, so a word's row is contiguous), or a
-point estimate of the topics when folding in exported topics.
+B is E[beta] or exp(E[log beta]) in training (MeanField.estep_beta; V x K, word-major, so a
+word's row is contiguous), or a point estimate of the topics when folding in exported topics.
 
 phi is never stored: with norm_n = sum_k exp(E[log theta_dk]) B[w_n, k], the sufficient
 statistic sum_d c_dn phi_dnk = exp(E[log theta_dk]) B[w,k] c_n / norm_n, so the kernel
@@ -20,7 +20,7 @@ vectorise.
 import numpy as np
 from numba import njit, prange, get_thread_id
 
-from .special import exp_dirichlet_expectation
+from .special import exp_dirichlet_lanes
 
 NORM_FLOOR = 1e-100
 
@@ -40,6 +40,22 @@ def dot_prefix(a, b, n):
     for p in range(n4, n):
         s0 += a[p] * b[p]
     return (s0 + s1) + (s2 + s3)
+
+
+@njit(error_model="numpy", cache=True, nogil=True, inline="always")
+def mean_absolute_difference(a, b):
+    """sum_k |a_k - b_k| / K with four independent partial sums (see dot_prefix)."""
+    K = a.shape[0]
+    K4 = K - K % 4
+    s0 = s1 = s2 = s3 = 0.0
+    for k in range(0, K4, 4):
+        s0 += abs(a[k] - b[k])
+        s1 += abs(a[k + 1] - b[k + 1])
+        s2 += abs(a[k + 2] - b[k + 2])
+        s3 += abs(a[k + 3] - b[k + 3])
+    for k in range(K4, K):
+        s0 += abs(a[k] - b[k])
+    return ((s0 + s1) + (s2 + s3)) / K
 
 
 @njit(error_model="numpy", cache=True, nogil=True, inline="always")
@@ -115,15 +131,6 @@ def weighted_row_sum(ids, topics, weight, acc):
             acc[k] += r * w[k]
 
 
-@njit(error_model="numpy", cache=True, nogil=True)
-def lane_token_weights(ids, counts, topics, block, exp_elog_theta, theta_lane, weight):
-    """token_weights with exp(E[log theta]) (float64) first copied into theta_lane, in the
-    precision of topics; returns the smallest normaliser."""
-    for k in range(exp_elog_theta.shape[0]):
-        theta_lane[k] = exp_elog_theta[k]
-    return token_weights(ids, counts, topics, block, theta_lane, weight)
-
-
 # estep_document's answer when single precision could not be trusted (see SAFE_NORM_SINGLE)
 REFUSED = -1
 # In single precision, a document whose smallest normaliser falls below this is redone in double:
@@ -134,23 +141,20 @@ SAFE_NORM_SINGLE = 1e-30
 
 
 @njit(error_model="numpy", cache=True, nogil=True)
-def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, exp_elog_theta, lanes, weight,
-          safe_norm):
+def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, lanes, weight, safe_norm):
     """gamma_out = F(gamma_in), one coordinate-ascent sweep (eqs. 33-34); returns the mean
     absolute change, or -1 when a normaliser fell below safe_norm or the change is not finite
-    (only when safe_norm > 0). Leaves exp(E[log theta]) of gamma_in in exp_elog_theta (float64)
-    and the token weights c_n / norm_n in weight. lanes (2 x K, the precision of topics) holds
-    exp(E[log theta]) in that precision and the accumulator."""
+    (only when safe_norm > 0). lanes (2 x K, the precision of topics) receives exp(E[log theta])
+    of gamma_in, computed in that precision (special.exp_dirichlet_lanes), and the accumulator;
+    weight receives the token weights c_n / norm_n."""
     K = gamma_in.shape[0]
-    exp_dirichlet_expectation(gamma_in, exp_elog_theta)
-    lowest = lane_token_weights(ids, counts, topics, block, exp_elog_theta, lanes[0], weight)
-    acc = lanes[1]
+    theta, acc = lanes[0], lanes[1]
+    exp_dirichlet_lanes(gamma_in, theta)
+    lowest = token_weights(ids, counts, topics, block, theta, weight)
     weighted_row_sum(ids, topics, weight, acc)
-    change = 0.0
     for k in range(K):
-        gamma_out[k] = alpha[k] + exp_elog_theta[k] * acc[k]
-        change += abs(gamma_out[k] - gamma_in[k])
-    change /= K
+        gamma_out[k] = alpha[k] + theta[k] * acc[k]
+    change = mean_absolute_difference(gamma_out, gamma_in)
     if safe_norm > 0.0 and (lowest < safe_norm or not change < np.inf):
         return -1.0
     return change
@@ -187,7 +191,7 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_n
     while sweeps < max_iter:
         sweeps += 1
         result = g1
-        change = sweep(ids, counts, topics, block, alpha, g0, g1, exp_elog_theta, lanes, weight, safe_norm)
+        change = sweep(ids, counts, topics, block, alpha, g0, g1, lanes, weight, safe_norm)
         if change < 0.0:
             return REFUSED
         if change < tol or sweeps == max_iter:
@@ -197,7 +201,7 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_n
             continue
         sweeps += 1
         result = g2
-        change = sweep(ids, counts, topics, block, alpha, g1, g2, exp_elog_theta, lanes, weight, safe_norm)
+        change = sweep(ids, counts, topics, block, alpha, g1, g2, lanes, weight, safe_norm)
         if change < 0.0:
             return REFUSED
         if change < tol or sweeps == max_iter:
@@ -218,9 +222,12 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_n
             g0[k] = max(g0[k] - 2.0 * step * r + step * step * v, alpha[k])
     for k in range(K):
         gamma[k] = result[k]
-    exp_dirichlet_expectation(gamma, exp_elog_theta)
-    # token weights consistent with the final exp(E[log theta]) (used for the statistics)
-    if lane_token_weights(ids, counts, topics, block, exp_elog_theta, lanes[0], weight) < safe_norm:
+    # exp(E[log theta]) and token weights of the final gamma (used for the statistics)
+    theta = lanes[0]
+    exp_dirichlet_lanes(gamma, theta)
+    for k in range(K):
+        exp_elog_theta[k] = theta[k]
+    if token_weights(ids, counts, topics, block, theta, weight) < safe_norm:
         return REFUSED
     for j in range(n):
         token_weight[j] = weight[j]

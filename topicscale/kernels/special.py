@@ -11,11 +11,17 @@ exp: numba's np.exp is a call into libm per element, which keeps loops over topi
 exponent by bit pattern), so such loops vectorise. Within about 1 ulp of np.exp from -708 to
 709.78 (the test allows 2); exp(x) = 0 for x <= -708 (np.exp gives at most 3.3e-308 there), inf
 above 709.78, nan for nan.
+
+Single precision (the training E-step's lanes, kernels.meanfield): `exp_dirichlet_lanes` writes
+exp(E[log theta]) in the precision of its output. In float32 it runs the same formulas with
+float32 arithmetic (degree-7 exp polynomial, three series terms, 8 lanes a vector instead of 4):
+2-2.5x faster, and its relative error, about |psi(gamma_k)| x 2^-24, is below 1e-6 for
+gamma_k >= 0.5 (below 3e-5 where gamma_k is near alpha and the value is under 1e-20).
 """
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 
 @intrinsic
@@ -32,6 +38,22 @@ def _as_bits(typingctx, x):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.IntType(64))
     return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _as_float32(typingctx, bits):
+    """The float32 whose bit pattern is the int32 `bits`."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.int32), codegen
+
+
+@intrinsic
+def _as_bits32(typingctx, x):
+    """The bit pattern (int32) of the float32 x."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.int32(types.float32), codegen
 
 
 _ROUNDER = 6755399441055744.0          # 1.5 * 2^52: t + _ROUNDER rounds t to an integer in the low bits
@@ -152,3 +174,96 @@ def exp_elog_rows(lam, total, rows, out):
         else:
             for k in range(K):
                 out[i, k] = np.exp(digamma(row[k]) - scale[k])
+
+
+# float32 constants: numba computes float32 op float64 in float64, so every literal of the
+# single-precision functions below is a float32 global
+F32 = np.float32
+_ROUNDER32 = F32(12582912.0)                              # 1.5 * 2^23
+_ROUNDER32_BITS = np.int32(np.array(12582912.0, np.float32).view(np.int32))
+_LOG2E32 = F32(_LOG2E)
+_LN2_HI32 = F32(0.693145751953125)                        # 12 significant bits: n * _LN2_HI32 is exact
+_LN2_LO32 = F32(1.4286068203094173e-06)
+_EXP32_LOW, _EXP32_HIGH = F32(-87.0), F32(88.8)           # exp(-87) is near float32's smallest normal
+_ZERO32, _HALF32, _ONE32, _TWO32, _SIX32 = F32(0.0), F32(0.5), F32(1.0), F32(2.0), F32(6.0)
+_TAYLOR32 = (F32(1 / 6), F32(1 / 24), F32(1 / 120), F32(1 / 720), F32(1 / 5040))
+_SERIES32 = (F32(1 / 12), F32(1 / 120), F32(1 / 252))
+_LARGE32 = F32(1e5)           # above it the shift sum is 6/x (error 15/x^2 < 2e-9), before Q = x^6 overflows
+
+
+@njit(error_model="numpy", cache=True, nogil=True, inline="always")
+def vexp32(x):
+    """exp(x) for float32 x, as vexp (2^n exp(r), |r| <= ln 2 / 2) with a degree-7 Taylor
+    polynomial: within 1 ulp of exp; 0 for x <= -87, inf above 88.7, nan for nan."""
+    c3, c4, c5, c6, c7 = _TAYLOR32
+    xc = min(max(x, _EXP32_LOW), _EXP32_HIGH)
+    t = xc * _LOG2E32 + _ROUNDER32
+    n = t - _ROUNDER32
+    r = (xc - n * _LN2_HI32) - n * _LN2_LO32
+    p = _ONE32 + r * (_ONE32 + r * (_HALF32 + r * (c3 + r * (c4 + r * (c5 + r * (c6 + r * c7))))))
+    # 2^n as 2^(n-1) * 2, so that n = 128 (x near the overflow threshold) still has a bit pattern
+    y = p * _as_float32((_as_bits32(t) - _ROUNDER32_BITS + 126) << 23) * _TWO32
+    return y if x > _EXP32_LOW else (_ZERO32 if x <= _EXP32_LOW else x)
+
+
+@njit(error_model="numpy", cache=True, nogil=True, inline="always")
+def _shifted_remainder32(x):
+    """r of _shifted in float32 (psi(x) = log(x + 6) + r), with the series to y^-6."""
+    s1, s2, s3 = _SERIES32
+    q01 = x * (x + _ONE32)
+    q23 = (x + _TWO32) * (x + F32(3.0))
+    q45 = (x + F32(4.0)) * (x + F32(5.0))
+    p = ((_TWO32 * x + _ONE32) * q23 * q45 + (_TWO32 * x + F32(5.0)) * q01 * q45
+         + (_TWO32 * x + F32(9.0)) * q01 * q23)
+    q = q01 * q23 * q45
+    if x > _LARGE32:
+        p, q = _SIX32, x
+    inv = _ONE32 / (x + _SIX32)
+    inv2 = inv * inv
+    return -p / q - _HALF32 * inv - inv2 * (s1 - inv2 * (s2 - inv2 * s3))
+
+
+@njit(error_model="numpy", cache=True, nogil=True)
+def exp_dirichlet_expectation32(gamma, out):
+    """exp_dirichlet_expectation into a float32 out: psi(sum_j gamma_j) in float64 (once), each
+    topic in float32 (see the module docstring). The sum runs in four partial sums."""
+    K = gamma.shape[0]
+    K4 = K - K % 4
+    t0 = t1 = t2 = t3 = 0.0
+    for k in range(0, K4, 4):
+        t0 += gamma[k]
+        t1 += gamma[k + 1]
+        t2 += gamma[k + 2]
+        t3 += gamma[k + 3]
+    for k in range(K4, K):
+        t0 += gamma[k]
+    total = (t0 + t1) + (t2 + t3)
+    if total < 1.0:
+        psi_total = digamma(total)
+        for k in range(K):
+            out[k] = F32(np.exp(digamma(gamma[k]) - psi_total))
+        return
+    y_sum, r_sum = _shifted(total)
+    r_sum32 = F32(r_sum)
+    inv = F32(1.0 / y_sum)
+    for k in range(K):
+        out[k] = F32(gamma[k])
+    for k in range(K):
+        x = out[k]
+        out[k] = (x + _SIX32) * inv * vexp32(_shifted_remainder32(x) - r_sum32)
+
+
+def exp_dirichlet_lanes(gamma, out):
+    """exp(E[log theta]) of gamma (float64) in the precision of out: exp_dirichlet_expectation
+    for float64, exp_dirichlet_expectation32 for float32. Kernels resolve it at compile time."""
+    if out.dtype == np.float32:
+        exp_dirichlet_expectation32(gamma, out)
+    else:
+        exp_dirichlet_expectation(gamma, out)
+
+
+@overload(exp_dirichlet_lanes, jit_options={"error_model": "numpy", "nogil": True})
+def _exp_dirichlet_lanes_kernel(gamma, out):
+    if out.dtype == types.float32:
+        return lambda gamma, out: exp_dirichlet_expectation32(gamma, out)
+    return lambda gamma, out: exp_dirichlet_expectation(gamma, out)
