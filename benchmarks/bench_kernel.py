@@ -55,7 +55,7 @@ def _batches(spec):
     from topicscale.corpus.stream import MinibatchStream
     from topicscale.models import load_model
     model = load_model(spec["model"])
-    local = registry.local_step_for(model)
+    estep = registry.local_step_for(model)
     corpus = Corpus(spec["train"])
     S = SETTINGS["batch_size"]
     order = MinibatchStream(corpus, S, SETTINGS["seed"]).epoch_order(0)[:spec["docs"]]
@@ -63,7 +63,7 @@ def _batches(spec):
     for lo in range(0, len(order), S):
         batch = corpus.rows(order[lo:lo + S])
         words, local = np.unique(batch.indices, return_inverse=True)
-        topics = np.ascontiguousarray(local.estep_topics(model, words))
+        topics = np.ascontiguousarray(estep.estep_topics(model, words))
         out.append({"indptr": batch.indptr, "indices": local.astype(np.int32), "counts": batch.counts,
                     "topics": topics, "topics32": topics.astype(np.float32), "alpha": model.local_prior(),
                     "words": int(words.shape[0])})
