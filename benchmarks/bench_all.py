@@ -58,8 +58,7 @@ def load(out, name):
 
 
 VARIANT_FLAGS = {"topicscale-accelerate": "--accelerate", "topicscale-paper": "--estep-beta exp-elog"}
-EXTRA_PEER_RUNS = {"peers-gcide-5pass": " [extra run: 5 passes, measured at ce33b1e, when the default "
-                                         "E-step was the paper's exp-elog]"}   # peer runs kept beside the full one
+EXTRA_PEER_RUNS = {"peers-gcide-5pass": " [extra run: 5 passes]"}   # peer runs kept beside the full one
 
 
 def summarize(out):

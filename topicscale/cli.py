@@ -257,7 +257,7 @@ def _matrix_help():
                    "for a higher document bound, but after one pass slightly worse topics (README).")
 @click.option("--precision", type=click.Choice(["single", "double"]), default="single", show_default=True,
               help="Floating point of the mean-field E-step during training (topic rows and "
-                   "exp(E[log theta])): single is 1.2-1.9x faster (README); a document whose "
+                   "exp(E[log theta])): single is 1.4-1.8x faster (README); a document whose "
                    "normalisers come near float32's range is redone in double (counted as double_docs "
                    "in metrics.jsonl). gamma and the topics stay float64; eval and infer always run "
                    "in double.")
