@@ -76,6 +76,12 @@ def test_topics_text_json_csv(model):
     assert [r["topic"] for r in rows] == list(range(8))
     assert all(len(r["words"]) == 5 and r["weights"] == sorted(r["weights"], reverse=True) for r in rows)
     assert sum(r["weight"] for r in rows) == pytest.approx(1.0)
+    from topicscale.models import load_model
+    m = load_model(root / "model")
+    beta = m.expected_beta()
+    for r in rows:                        # the 5 largest entries of each column of E[beta], exactly
+        best = np.argsort(-beta[:, r["topic"]], kind="stable")[:5]
+        assert r["words"] == [m.vocab[i] for i in best] and r["weights"] == beta[best, r["topic"]].tolist()
     text = run("topics", root / "model", "-n", "3").output.splitlines()
     assert len(text) == 8 and text[0].split()[2:] == rows[0]["words"][:3]
     csv = run("topics", root / "model", "-n", "2", "--csv").output.splitlines()

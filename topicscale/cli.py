@@ -402,14 +402,17 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     if n_pairs is not None and as_csv:
         raise TopicscaleError("--correlations does not go with --csv (use --json)")
     pairs = m.strongest_pairs(n_pairs) if n_pairs is not None else []
-    beta = m.expected_beta()
+    # every model's E[beta] is lam / colsum(lam) (expected_beta): rank the columns of lam and
+    # divide only the words shown, not the whole V x K matrix (a third of the time at V = 92k)
+    column_sums = m.lam.sum(axis=0)
     weights = m.topic_weights()
     n = min(n_words, m.n_words)
     rows = []
-    largest = _largest_per_column(beta, n)
+    largest = _largest_per_column(m.lam, n)
     for k in m.display_order(show_all):
         k = int(k)
-        top, row = largest[:, k], beta[largest[:, k], k]
+        top = largest[:, k]
+        row = m.lam[top, k] / column_sums[k]
         order = np.lexsort((top, -row))                  # largest first, ties by word index
         rows.append({"topic": k, "weight": float(weights[k]), "words": [m.vocab[i] for i in top[order]],
                      "weights": [float(x) for x in row[order]]})
