@@ -57,7 +57,8 @@ def load(out, name):
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-VARIANT_FLAGS = {"topicscale-accelerate": "--accelerate", "topicscale-paper": "--estep-beta exp-elog"}
+VARIANT_FLAGS = {"topicscale-meanfield": "--local meanfield", "topicscale-accelerate": "--accelerate",
+                 "topicscale-paper": "--estep-beta exp-elog"}
 EXTRA_PEER_RUNS = {"peers-gcide-5pass": " [extra run: 5 passes]"}   # peer runs kept beside the full one
 
 

@@ -43,11 +43,12 @@ sys.path.insert(0, str(HERE))
 from common import (BenchError, child_env, fmt_spread, machine, med, run, run_worker,  # noqa: E402
                     topicscale_command, write_json)
 
-VARIANTS = ("topicscale", "topicscale-accelerate", "topicscale-paper")
+VARIANTS = ("topicscale", "topicscale-meanfield", "topicscale-accelerate", "topicscale-paper")
 TOOLS = VARIANTS + ("gensim", "gensim-multicore", "sklearn", "tomotopy", "vw")
 PEERS = ("gensim", "gensim-multicore", "sklearn", "tomotopy", "vw")
 LABELS = {
-    "topicscale": "topicscale (svi, mean-field)",
+    "topicscale": "topicscale (svi, default local step: cvb0 on short documents, else mean-field)",
+    "topicscale-meanfield": "topicscale --local meanfield",
     "topicscale-accelerate": "topicscale --accelerate (SQUAREM E-step)",
     "topicscale-paper": "topicscale --estep-beta exp-elog (the SVI paper's E-step)",
     "gensim": "gensim LdaModel",
@@ -175,7 +176,7 @@ def cli_check(args, corpus, K, passes, B, env, work, log, ts_curve):
             evals.append({"batches": r["batches"], "train_seconds": r["train_seconds"], "per_word_ll": r["per_word_ll"]})
     same = bool(ts_curve and "final_sha256" in ts_curve and ts_curve["final_sha256"][0] == sha)
     return {"command": " ".join(cmd), "train_seconds": summary.get("train_seconds"), "process_wall_seconds": wall,
-            "tokens_per_s": summary.get("tokens_per_s"), "sha256": sha, "same_topics_as_in_process": same,
+            "tokens_per_s": summary.get("tokens_per_s"), "local": summary.get("local"), "sha256": sha, "same_topics_as_in_process": same,
             "in_run_evals": evals, "model": str(out)}
 
 
@@ -373,9 +374,9 @@ def render(r):
                      f"{cli['train_seconds']:.2f} (in-process driver: {ts['points'][-1]['train_seconds']:.2f} median), "
                      f"process wall {cli['process_wall_seconds']:.2f} s; its topics are "
                      f"{'**identical bit for bit** to' if cli['same_topics_as_in_process'] else '**NOT identical** to'} "
-                     "the in-process run's last snapshot. Its own in-run score (`fit --heldout`: a fold-in with "
-                     "the topics its E-step ran on, E[beta] by default, the same as the shared fold-in's) after "
-                     "each pass: " +
+                     "the in-process run's last snapshot. Its own in-run score (`fit --heldout`: a fold-in by "
+                     f"the model's own local step, {cli.get('local', '?')}, on E[beta]; with meanfield the same "
+                     "as the shared fold-in) after each pass: " +
                      ", ".join(f"{e['per_word_ll']:.4f}" for e in cli["in_run_evals"]) + ".")
         L.append("")
         rh = []

@@ -12,6 +12,9 @@ while a tool trains.
                         a snapshot is taken by the driver's evaluation hook, whose time the driver
                         does not count in train_seconds). bench_peers.py checks that the last
                         snapshot equals the topics of a real `topicscale fit` run bit for bit.
+                        Its local step is fit's default: CVB0 on short documents (SOTU, GCIDE),
+                        mean-field on long ones (NYT); see runs.default_local.
+  topicscale-meanfield  the same with --local meanfield (the default before it chose by length).
   topicscale-accelerate the same with --accelerate (SQUAREM E-step).
   topicscale-paper      the same with --estep-beta exp-elog (the SVI paper's E-step, with
                         exp(E[log beta]) instead of the default E[beta]).
@@ -40,7 +43,8 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 # topicscale's variants: the `topicscale fit` options each adds to the shared settings
-TOPICSCALE_VARIANTS = {"topicscale": {}, "topicscale-accelerate": {"accelerate": True},
+TOPICSCALE_VARIANTS = {"topicscale": {}, "topicscale-meanfield": {"local": "meanfield"},
+                       "topicscale-accelerate": {"accelerate": True},
                        "topicscale-paper": {"estep_beta": "exp-elog"}}
 
 
@@ -117,7 +121,7 @@ def train_topicscale(spec, snaps):
     s = spec["settings"]
     numba.set_num_threads(s["threads"])
     corpus = Corpus(spec["train"])
-    config = {"model": "lda", "algorithm": "svi", "local": "meanfield", "n_topics": s["topics"],
+    config = {"model": "lda", "algorithm": "svi", "local": None, "n_topics": s["topics"],
               "batch_size": s["batch_size"], "kappa": s["kappa"], "tau": s["tau"], "alpha": s["alpha"],
               "eta": s["eta"], "passes": float(s["passes"]), "max_docs": 0, "time_limit": 0.0,
               "max_iter": s["max_iter"], "tol": s["tol"], "accelerate": False,

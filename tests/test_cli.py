@@ -246,6 +246,44 @@ def test_estep_beta_mean_is_kept_by_the_model_and_scores_better(sotu, tmp_path):
     assert_user_error(r, "--estep-beta", "--algorithm svi or batch")
 
 
+def test_default_local_step_is_cvb0_for_short_documents_and_many_updates(sotu, tmp_path):
+    """LDA SVI without --local: cvb0 on short documents (SOTU paragraphs, about 30 distinct words)
+    when the run makes at least 150 updates, and then its topics score better under the shared
+    mean-field fold-in; mean-field with few updates or when a mean-field option is given."""
+    from topicscale.corpus.shards import Corpus
+    from topicscale.evaluate import evaluate_topics
+    from topicscale.models import load_model
+    root, _ = sotu
+    held = Corpus(root / "corpus-heldout")
+    scores = {}
+    for name, extra in (("auto", []), ("meanfield", ["--local", "meanfield"])):
+        out = run("fit", root / "corpus", "-k", "20", "--batch-size", "16", "--tau", "10", "--json", "-q",
+                  "-o", tmp_path / name, *extra)        # 3600 documents / 16: 225 updates
+        assert json.loads(out.output)["local"] == ("cvb0" if name == "auto" else "meanfield")
+        model = load_model(tmp_path / name)
+        scores[name] = evaluate_topics(model.expected_beta().T, held, alpha=0.05)["per_word_ll"]
+    assert scores["auto"] > scores["meanfield"] + 0.1          # measured: +0.22
+    assert json.loads(run("info", tmp_path / "auto", "--json").output)["local"] == "cvb0"
+    for extra in (["--batch-size", "256"], ["--batch-size", "16", "--accelerate"],
+                  ["--batch-size", "16", "--estep-beta", "exp-elog"], ["--batch-size", "16", "--max-docs", "2000"]):
+        out = run("fit", root / "corpus", "-k", "5", "--json", "-q", "--force", "-o", tmp_path / "x", *extra)
+        assert json.loads(out.output)["local"] == "meanfield", extra
+
+
+def test_default_local_step_is_meanfield_for_long_documents(tmp_path):
+    from synthetic import lda_documents, planted_topics, write_corpus
+    from topicscale.runs import default_local
+    rng = np.random.default_rng(5)
+    beta = planted_topics(4, 400, rng)
+    config = {"model": "lda", "algorithm": "svi", "passes": 1.0, "max_docs": 0, "batch_size": 1}
+    for length, local in ((300, "meanfield"), (40, "cvb0")):       # about 90 and 35 distinct words
+        corpus = write_corpus(tmp_path / str(length), lda_documents(beta, 200, length, 0.5, rng), 400)
+        assert (corpus.nnz > 64 * corpus.n_docs) == (local == "meanfield")
+        assert default_local(dict(config, corpus=str(tmp_path / str(length)))) == local
+    assert default_local(dict(config, algorithm="scvb0", corpus=str(tmp_path / "40"))) == "cvb0"
+    assert default_local(dict(config, algorithm="ssmf", corpus=str(tmp_path / "40"))) == "gibbs"
+
+
 def test_largest_per_column_matches_a_full_sort():
     """`topics` finds each topic's top words block by block; the same words as a full sort."""
     from topicscale.cli import _largest_per_column

@@ -194,13 +194,6 @@ def info(path, as_json):
 
 
 # ---------------------------------------------------------------------------------------- fit
-def _default_local(model, algorithm):
-    if (model, algorithm) not in registry.DEFAULT_LOCAL:
-        raise click.BadParameter(f"{algorithm} is not available for --model {model}",
-                                 param_hint="--algorithm")
-    return registry.DEFAULT_LOCAL[(model, algorithm)]
-
-
 def _load_config(ctx, param, value):
     if value:
         from .config import load_defaults
@@ -229,7 +222,10 @@ def _matrix_help():
 @click.option("--algorithm", type=click.Choice(registry.names(registry.ALGORITHMS)), default="svi",
               show_default=True, help="Global step.")
 @click.option("--local", "local_step", type=click.Choice(registry.names(registry.LOCAL_STEPS)),
-              help="Local (per-document) step [default: the algorithm's own].")
+              help="Local (per-document) step [default: the algorithm's own; LDA svi: cvb0 when the "
+                   "corpus's documents average under 64 distinct words, the run makes at least 150 "
+                   "minibatch updates and no mean-field option (--estep-beta, --accelerate) is "
+                   "given, else meanfield (README)].")
 @click.option("--batch-size", type=click.IntRange(1),
               help="Documents per minibatch S [default: 500, or the algorithm's paper's].")
 @click.option("--kappa", type=click.FloatRange(0.5, 1.0),
@@ -295,7 +291,7 @@ def fit(ctx, corpus, output, resume, as_json, quiet, **options):
     `--resume` continues (exit status 130 / 143); a second Ctrl-C aborts at once.
 
     \b
-    Accepted combinations (the first local step is the default; filled from the registry):
+    Accepted combinations (the first local step is the default, but see --local; from the registry):
     {matrix}
     """
     from .runs import run_fit
@@ -306,7 +302,7 @@ def fit(ctx, corpus, output, resume, as_json, quiet, **options):
     else:
         if not corpus or not output:
             raise click.UsageError("CORPUS and -o OUTPUT are required (or --resume MODEL)")
-        local = options.pop("local_step") or _default_local(options["model"], options["algorithm"])
+        local = options.pop("local_step")                  # None: runs.default_local chooses
         seconds = options.pop("checkpoint_interval")
         paths = {k: options[k] and str(Path(options[k]).resolve()) for k in ("heldout", "init_model")}
         config = dict(options, **paths, corpus=str(Path(corpus).resolve()), output=output, local=local,
@@ -314,7 +310,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, **options):
     say = lambda msg: click.echo(msg, err=True)
     summary, signum = run_fit(config, resume=bool(resume), progress=_show_progress(quiet), say=say)
     out = resume or output
-    lines = [f"{'stopped' if signum else 'wrote'} {out}: K={summary['topics']}, {summary['docs']} documents "
+    lines = [f"{'stopped' if signum else 'wrote'} {out}: K={summary['topics']}, local step "
+             f"{summary['local']}, {summary['docs']} documents "
              f"in {summary['train_seconds']:.2f} s ({summary['docs_per_s'] or 0:.0f} docs/s, "
              f"{summary['threads']} threads"
              + (f"; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"
