@@ -10,6 +10,8 @@ For each corpus and K:
      1 and 2 numba threads, in single precision (float32 topic rows: what training runs) and in
      double (what eval and infer run); throughput = token-topic updates per second per core,
      updates = sum over documents of distinct words x sweeps x K;
+     CVB0's document step (the default local step on short documents, float64, 2 passes a
+     document) is timed too, against the float64 roofline with the same 2 passes;
   3. the roofline: a numba gather-and-multiply-add loop over the same minibatches, the same topic
      matrix (word-major V' x K, rows gathered by word id, float32 and float64) and the same number
      of sweeps per document (kernels_whatif.roofline_axpy), with 1 and 2 threads; also the "fused" loop that
@@ -74,6 +76,7 @@ def worker_measure(spec):
     import numba
     import numpy as np
     import kernels_whatif as kw
+    from topicscale.inference.cvb0 import CVB0
     from topicscale.inference.local import MeanField
     model, batches = _batches(spec)
     K = model.n_topics
@@ -107,8 +110,27 @@ def worker_measure(spec):
                     fn(b["indptr"], b["indices"], b["counts"], topics, b["sweeps"], n_chunks, out)
         return go
 
+    # CVB0's document step (the default local step on short documents): a fixed burn_in + 1
+    # passes over each document's words, timed as training runs it (with the statistics)
+    cvb0 = CVB0()
+    for b in batches:
+        b["passes"] = np.full(b["indptr"].shape[0] - 1, cvb0.burn_in + 1, dtype=np.int64)
+        b["entries"] = np.empty((b["indices"].shape[0], K))
+    cvb0_updates = float(sum(float(np.sum(np.diff(b["indptr"]) * b["passes"])) for b in batches) * K)
+
+    def run_cvb0(threads):
+        for b in batches:
+            cvb0._run(b["indptr"], b["indices"], b["counts"], b["topics"], b["alpha"], b["entries"])
+
+    def roofline_cvb0(threads):
+        out = np.zeros(max(1, 4 * threads))
+        for b in batches:
+            kw.roofline_axpy(b["indptr"], b["indices"], b["counts"], b["topics"], b["passes"], out.shape[0], out)
+
     variants = {
         "estep": lambda threads: run_estep(True),
+        "cvb0": run_cvb0,
+        "roofline_axpy_cvb0": roofline_cvb0,
         "estep_double": lambda threads: run_estep(False),
         "roofline_axpy32": make(kw.roofline_axpy, use32=True, with_alpha=False),
         "roofline_axpy": make(kw.roofline_axpy, with_alpha=False),
@@ -139,6 +161,7 @@ def worker_measure(spec):
                 variants[name](t)
                 times[f"{name}@{t}"].append(time.perf_counter() - t0)
     return {"K": K, "docs": docs, "batches": len(batches), "updates": updates,
+            "updates_by_variant": {"cvb0": cvb0_updates, "roofline_axpy_cvb0": cvb0_updates},
             "mean_sweeps": float(np.mean(np.concatenate([b["sweeps"] for b in batches]))),
             "mean_distinct_words": float(np.mean(np.concatenate([np.diff(b["indptr"]) for b in batches]))),
             "local_words_per_batch": [b["words"] for b in batches],
@@ -351,15 +374,19 @@ def orchestrate(args):
     return results
 
 
+def variant_updates(raw, name):
+    """The token-topic updates a variant does: the mean-field sweeps', or its own (CVB0's passes)."""
+    return raw.get("updates_by_variant", {}).get(name, raw["updates"])
+
+
 def summarize_case(r, threads):
     """Throughputs (median of the repeats) and ratios for one corpus and K."""
-    U = r["updates"]
     T = {k: v for k, v in r["times"].items()}
     row = {"raw": r, "per": {}}
     for key, secs in T.items():
         name, t = key.split("@")
         t = int(t)
-        rates = [U / s for s in secs]
+        rates = [variant_updates(r, name) / s for s in secs]
         row["per"][key] = {"seconds": secs, "median_seconds": med(secs), "spread": spread(secs),
                            "per_second": med(rates), "per_second_per_core": med(rates) / t, "threads": t}
     est2 = row["per"].get(f"estep@{threads}")
@@ -382,6 +409,9 @@ def summarize_case(r, threads):
         row["thread_speedup_runs"] = pairs
     if roof1 and roof2:
         row["roofline_thread_speedup"] = roof1["median_seconds"] / roof2["median_seconds"]
+    cvb0, cvb0_roof = row["per"].get(f"cvb0@{threads}"), row["per"].get(f"roofline_axpy_cvb0@{threads}")
+    if cvb0 and cvb0_roof:
+        row["efficiency_cvb0"] = cvb0["per_second"] / cvb0_roof["per_second"]
     return row
 
 
@@ -426,7 +456,7 @@ def render(r):
             p = per.get(name)
             if not p:
                 return "-"
-            rates = [raw["updates"] / x / p["threads"] / 1e9 for x in p["seconds"]]
+            rates = [variant_updates(raw, name.split("@")[0]) / x / p["threads"] / 1e9 for x in p["seconds"]]
             return fmt_spread(rates, 3)
         pct = lambda key: f"{100 * c.get(key, float('nan')):.0f}%"
         sp = c.get("thread_speedup_runs") or []
@@ -436,6 +466,20 @@ def render(r):
                  f"{pct('efficiency_double')} | {pct('efficiency_madd')} | {pct('efficiency_1thread')} | "
                  f"{c.get('thread_speedup', float('nan')):.2f}x ({fmt_spread(sp, 2)} per repeat) | "
                  f"{c.get('roofline_thread_speedup', float('nan')):.2f}x |")
+    L.append("")
+    L.append("CVB0's document step (`--local cvb0`, the default local step for short documents and many "
+             "updates; float64, burn-in 1, so 2 passes over each document's words; 1 token-topic update = one "
+             "topic of one distinct word in one pass) against the float64 roofline run with the same 2 passes:")
+    L.append("")
+    L.append(f"| corpus / K | CVB0 G updates/s/core ({thr} thr) | roofline float64, 2 passes | efficiency |")
+    L.append("|---|---:|---:|---:|")
+    for key, c in r["cases"].items():
+        per = c["per"]
+        if f"cvb0@{thr}" not in per:
+            continue
+        rate = lambda n: f"{per[f'{n}@{thr}']['per_second_per_core'] / 1e9:.3f}" if f"{n}@{thr}" in per else "-"
+        L.append(f"| {key} | {rate('cvb0')} | {rate('roofline_axpy_cvb0')} | "
+                 f"{100 * c.get('efficiency_cvb0', float('nan')):.0f}% |")
     L.append("")
     L.append("### Where the kernel's time goes (what-if variants, same sweeps, 2 threads; G updates/s/core)")
     L.append("")

@@ -4,9 +4,12 @@ Recovery, determinism and held-out improvement of every algorithm are in test_ma
 test_conformance.py."""
 import numba
 import numpy as np
+import pytest
 
 from synthetic import matched_tv  # noqa: F401  (other test files import it from here too)
 from topicscale.evaluate import evaluate_model
+from topicscale.inference.cvb0 import CVB0
+from topicscale.inference.gibbs import Gibbs
 from topicscale.inference.local import MeanField
 from topicscale.inference.schedule import robbins_monro
 from topicscale.inference.svi import SVI
@@ -44,20 +47,22 @@ class _WithoutWarmUp:
         self.model, self.step = algorithm.model, algorithm.step
 
 
-def test_kernel_warm_up_leaves_the_model_and_the_fit_unchanged(planted):
+@pytest.mark.parametrize("local", [MeanField, CVB0, Gibbs])
+def test_kernel_warm_up_leaves_the_model_and_the_fit_unchanged(planted, local):
     """The driver's warm-up (kernel loading, not timed as training) must not touch the model:
-    a run with it ends at exactly the topics of a run without it."""
+    a run with it ends at exactly the topics of a run without it, for every LDA local step."""
     _, corpus, _ = planted
     fitted = []
     for warm in (True, False):
         model = LDAModel.initial(corpus.vocab, 10, 0.1, 0.01, np.random.default_rng(3))
         before = model.lam.copy()
-        algo = SVI(model, MeanField(), corpus.n_docs, tau=1.0, kappa=0.7)
+        algo = SVI(model, local(), corpus.n_docs, tau=1.0, kappa=0.7)
         if warm:
             algo.warm_up()
             assert np.array_equal(model.lam, before) and model.step == 0
         summary, _ = train(algo if warm else _WithoutWarmUp(algo), corpus,
                            RunLimits(batch_size=100, passes=1), 5, progress=False)
+        assert (summary["kernel_load_seconds"] is None) != warm
         fitted.append(model.lam)
     assert np.array_equal(fitted[0], fitted[1])
 

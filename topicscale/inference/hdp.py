@@ -36,7 +36,6 @@ from ..kernels.minibatch import distinct_words, word_major
 from ..kernels.topic_matrix import step_towards
 from ..stats import SufficientStats
 from .schedule import robbins_monro
-from .local import one_word_batch
 from .svi import SVI
 
 
@@ -108,10 +107,6 @@ class HDPLocal:
         if keep:
             result.zeta, result.phi, result.tables = zeta, phi, tables
         return result
-
-    def warm_up(self, model):
-        """Load (or compile) the kernels `statistics` calls (see MeanField.warm_up)."""
-        self.statistics(one_word_batch(), model)
 
     def statistics(self, batch, model):
         """Document step on a minibatch (Rows) and its sufficient statistics for HDPSVI."""

@@ -112,11 +112,6 @@ class MeanField:
                 token_weight[s] = sub.token_weight[sub_ptr[j]:sub_ptr[j + 1]]
         return LocalResult(gamma, exp_elog_theta, token_weight, sweeps, threads, redone)
 
-    def warm_up(self, model):
-        """Load (or compile) the kernels `statistics` calls; leaves the model untouched. The
-        driver calls it before it starts timing the minibatches."""
-        self.statistics(one_word_batch(), model)
-
     def statistics(self, batch, model):
         """E-step on a minibatch (Rows) and its sufficient statistics for the global step."""
         words, local = distinct_words(batch.indices)

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..kernels.topic_matrix import step_towards
-from .local import step_metrics
+from .local import one_word_batch, step_metrics
 from .schedule import robbins_monro
 
 
@@ -24,11 +24,10 @@ class SVI:
         return {"rho": self.last_rho, **step_metrics(result)}
 
     def warm_up(self):
-        """Load the local step's kernels and the update's (see train: not counted as training
-        time); leaves the model untouched."""
-        warm_up = getattr(self.local, "warm_up", None)
-        if warm_up:
-            warm_up(self.model)
+        """Load (or compile) the local step's kernels, by its `statistics` on a minibatch of one
+        token, and the update's (see train: not counted as training time); leaves the model
+        untouched."""
+        self.local.statistics(one_word_batch(), self.model)
         K = self.model.lam.shape[1]
         step_towards(np.ones((1, K)), 0.0, 0.0, np.zeros(0, dtype=np.int64), 0.0, np.zeros((0, K)))
 
