@@ -98,16 +98,16 @@ def worker_measure(spec):
             local.fit(b["indptr"], b["indices"], b["counts"], b["topics"], b["alpha"],
                       b["topics32"] if single else None)
 
-    def make(fn, use32=False, with_alpha=True):
+    def make(fn, use32=False, with_alpha=True, sweeps="sweeps"):
         def go(threads):
             n_chunks = max(1, 4 * threads)
             out = np.zeros(n_chunks)
             for b in batches:
                 topics = b["topics32"] if use32 else b["topics"]
                 if with_alpha:
-                    fn(b["indptr"], b["indices"], b["counts"], topics, b["alpha"], b["sweeps"], n_chunks, out)
+                    fn(b["indptr"], b["indices"], b["counts"], topics, b["alpha"], b[sweeps], n_chunks, out)
                 else:
-                    fn(b["indptr"], b["indices"], b["counts"], topics, b["sweeps"], n_chunks, out)
+                    fn(b["indptr"], b["indices"], b["counts"], topics, b[sweeps], n_chunks, out)
         return go
 
     # CVB0's document step (the default local step on short documents): a fixed burn_in + 1
@@ -122,15 +122,10 @@ def worker_measure(spec):
         for b in batches:
             cvb0._run(b["indptr"], b["indices"], b["counts"], b["topics"], b["alpha"], b["entries"])
 
-    def roofline_cvb0(threads):
-        out = np.zeros(max(1, 4 * threads))
-        for b in batches:
-            kw.roofline_axpy(b["indptr"], b["indices"], b["counts"], b["topics"], b["passes"], out.shape[0], out)
-
     variants = {
         "estep": lambda threads: run_estep(True),
         "cvb0": run_cvb0,
-        "roofline_axpy_cvb0": roofline_cvb0,
+        "roofline_axpy_cvb0": make(kw.roofline_axpy, with_alpha=False, sweeps="passes"),
         "estep_double": lambda threads: run_estep(False),
         "roofline_axpy32": make(kw.roofline_axpy, use32=True, with_alpha=False),
         "roofline_axpy": make(kw.roofline_axpy, with_alpha=False),
@@ -171,7 +166,8 @@ def worker_measure(spec):
 
 def worker_anatomy(spec):
     """Time each stage of topicscale's SVI minibatch step (the calls MeanField.statistics and
-    SVI.update make, in the same order) over the first spec['batches'] minibatches of a pass."""
+    SVI.update make, in the same order) over the first spec['batches'] minibatches of a pass.
+    The local step is the model's (cvb0 for models that `fit` trained with it)."""
     import numba
     import numpy as np
     from topicscale import registry
@@ -202,16 +198,20 @@ def worker_anatomy(spec):
         t2 = clock()
         topic_rows = local.estep_topics(model, words)                        # 3. E-step topic rows
         t3 = clock()
-        single = topic_rows.astype(np.float32) if local.precision == "single" else None
-        result = local.fit(batch.indptr, loc, batch.counts, topic_rows, model.local_prior(), single)  # 4. E-step
-        t4 = clock()
-        word_ptr, order, doc = word_major(batch.indptr, loc, words.shape[0])   # 5. transpose
-        t5 = clock()
-        word_topic = np.empty((words.shape[0], model.n_topics))
-        meanfield.word_topic_statistics(word_ptr, doc, result.token_weight[order],
-                                        result.exp_elog_theta, word_topic)   # 6. statistics kernel
-        word_topic *= topic_rows
-        stats = SufficientStats(words, word_topic, batch.n_docs, batch.n_tokens)
+        if local.name == "meanfield":
+            single = topic_rows.astype(np.float32) if local.precision == "single" else None
+            result = local.fit(batch.indptr, loc, batch.counts, topic_rows, model.local_prior(), single)  # 4. E-step
+            t4 = clock()
+            word_ptr, order, doc = word_major(batch.indptr, loc, words.shape[0])   # 5. transpose
+            t5 = clock()
+            word_topic = np.empty((words.shape[0], model.n_topics))
+            meanfield.word_topic_statistics(word_ptr, doc, result.token_weight[order],
+                                            result.exp_elog_theta, word_topic)   # 6. statistics kernel
+            word_topic *= topic_rows
+            stats = SufficientStats(words, word_topic, batch.n_docs, batch.n_tokens)
+        else:                     # cvb0: its kernel writes per-entry vectors, summed per word
+            t4 = t5 = t3
+            stats, _ = local.statistics(batch, model, topics=topic_rows)
         t6 = clock()
         rho = robbins_monro(model.step, SETTINGS["tau"], SETTINGS["kappa"])  # 7. global step (SVI.update)
         step_towards(model.lam, rho, model.eta, stats.words, rho * D / stats.n_docs, stats.word_topic)
@@ -225,14 +225,17 @@ def worker_anatomy(spec):
         for name, a, b in (("read minibatch (Corpus.rows)", t0, t1), ("np.unique word ids", t1, t2),
                            ("topic rows of the minibatch's words (MeanField.estep_topics: lambda column sums, then "
                             "E[beta] or exp(E[log beta]))", t2, t3),
-                           ("E-step kernel (MeanField.fit; single precision: with the float32 copy of the rows)", t3, t4), ("transpose minibatch (argsort, bincount)", t4, t5),
-                           ("statistics kernel + scaling (word_topic_statistics)", t5, t6),
+                           ("E-step kernel (MeanField.fit; single precision: with the float32 copy of the rows)", t3, t4),
+                           ("transpose minibatch (argsort, bincount)", t4, t5),
+                           ("statistics kernel + scaling (word_topic_statistics; cvb0: CVB0.statistics, its "
+                            "kernel and the per-word sums)", t5, t6),
                            ("global step (step_towards: lambda <- (1 - rho) lambda + rho eta on all V x K, "
                             "then the minibatch's rows)", t6, t8),
                            ("is_finite (column sums of all V x K lambda)", t8, t9)):
             t[name] += b - a
     n = spec["batches"]
     return {"batches": n, "stage_seconds": dict(t), "total": sum(t.values()), "V": model.n_words, "K": model.n_topics,
+            "local": local.name,
             "lambda_mb": model.lam.nbytes / 2 ** 20}
 
 
@@ -511,7 +514,8 @@ def render(r):
         keys = list(r["anatomy"])
         stages = list(next(iter(r["anatomy"].values()))["stage_seconds"])
         L.append("| stage (ms per minibatch) | " + " | ".join(
-            f"{k} (V={r['anatomy'][k]['V']}, lambda {r['anatomy'][k]['lambda_mb']:.0f} MB)" for k in keys) + " |")
+            f"{k} ({r['anatomy'][k].get('local', 'meanfield')}, V={r['anatomy'][k]['V']}, "
+            f"lambda {r['anatomy'][k]['lambda_mb']:.0f} MB)" for k in keys) + " |")
         L.append("|---|" + "---:|" * len(keys))
         for st in stages:
             cells = []

@@ -28,6 +28,25 @@ def test_cvb0_kernel_matches_reference(K, burn_in):
         assert np.isclose((result.gamma[d] - alpha).sum(), counts[a:b].sum(), rtol=1e-12)
 
 
+def test_cvb0_step_sizes_off_the_table_match_reference():
+    """rho_t comes from a table for integer t below kernels.cvb0.STEP_TABLE_MAX; fractional counts
+    and documents longer than the table compute it where needed, with the same result."""
+    from topicscale.kernels.cvb0 import STEP_TABLE_MAX
+    rng = np.random.default_rng(3)
+    V, K = 30, 5
+    indptr = np.array([0, 4, 7, 9], dtype=np.int64)
+    indices = np.array([1, 5, 9, 20, 0, 3, 7, 2, 29], dtype=np.int32)
+    counts = np.array([1.5, 0.25, 3.0, 1.0, 2.0, 1.0, 4.75, 1.0, 1.0])           # t not integral
+    counts[7:] = STEP_TABLE_MAX                                          # past the table in pass 1
+    topics = rng.gamma(0.5, 1.0, size=(V, K))
+    alpha = np.full(K, 0.1)
+    result = CVB0().fit(indptr, indices, counts, topics, alpha)
+    for d in range(3):
+        a, b = indptr[d], indptr[d + 1]
+        gamma, _ = reference.cvb0_document(indices[a:b], counts[a:b], topics, alpha)
+        assert np.allclose(result.gamma[d], gamma, rtol=1e-8, atol=1e-10)
+
+
 def test_cvb0_statistics_match_reference_and_blocks_do_not_matter():
     rng = np.random.default_rng(5)
     V, K = 60, 8
@@ -47,6 +66,14 @@ def test_cvb0_statistics_match_reference_and_blocks_do_not_matter():
     small, small_result = CVB0(block_floats=3 * K).statistics(batch, model)
     assert np.allclose(small.word_topic, stats.word_topic, rtol=1e-12, atol=1e-12)
     assert np.array_equal(small_result.gamma, result.gamma)
+    # the per-entry scratch is reused from minibatch to minibatch: a step that ran a larger
+    # minibatch before gives the same statistics
+    local, half = CVB0(), indptr[20]
+    first = Rows(np.arange(20), indptr[:21], indices[:half], counts[:half])
+    local.statistics(batch, model)
+    again, _ = local.statistics(first, model)
+    fresh, _ = CVB0().statistics(first, model)
+    assert np.array_equal(again.word_topic, fresh.word_topic)
 
 
 def test_cvb0_topics_override_and_estep_topics():

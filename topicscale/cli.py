@@ -223,9 +223,9 @@ def _matrix_help():
               show_default=True, help="Global step.")
 @click.option("--local", "local_step", type=click.Choice(registry.names(registry.LOCAL_STEPS)),
               help="Local (per-document) step [default: the algorithm's own; LDA svi: cvb0 when the "
-                   "corpus's documents average under 64 distinct words, the run makes at least 150 "
-                   "minibatch updates and no mean-field option (--estep-beta, --accelerate) is "
-                   "given, else meanfield (README)].")
+                   f"corpus's documents average under {registry.SHORT_DOCUMENT_WORDS} distinct words, "
+                   f"the run makes at least {registry.MANY_UPDATES} minibatch updates and no mean-field "
+                   "option (--estep-beta, --accelerate) is given, else meanfield (README)].")
 @click.option("--batch-size", type=click.IntRange(1),
               help="Documents per minibatch S [default: 500, or the algorithm's paper's].")
 @click.option("--kappa", type=click.FloatRange(0.5, 1.0),

@@ -33,6 +33,12 @@ LOCAL_STEPS = {
 DEFAULT_LOCAL = {("lda", "svi"): "meanfield", ("lda", "scvb0"): "cvb0", ("lda", "ssmf-a"): "gibbs",
                  ("lda", "ssmf"): "gibbs",
                  ("lda", "batch"): "meanfield", ("hdp", "svi"): "hdp"}
+# LDA SVI's local step when none is given (runs.default_local): CVB0 (SCVB0's document step) for
+# runs over short documents (fewer distinct words a document than SHORT_DOCUMENT_WORDS on average)
+# that make at least MANY_UPDATES minibatch updates; mean-field otherwise (README, "Choosing the
+# local step")
+SHORT_DOCUMENT_WORDS = 64
+MANY_UPDATES = 150
 # local steps each global step accepts besides its default (the SSMF paper's matrix, fig. 3)
 OTHER_LOCALS = {("lda", "svi"): ("cvb0", "gibbs"), ("lda", "ssmf-a"): ("meanfield", "cvb0"),
                ("lda", "ssmf"): ("meanfield", "cvb0")}

@@ -46,17 +46,12 @@ def _check_output(output, force, init_model):
                               f"or --init {output} to continue training it")
 
 
-# LDA SVI's local step when none is given: CVB0 (SCVB0's document step) for runs over short
-# documents (fewer distinct words a document than SHORT_DOCUMENT_WORDS on average) that make at least
-# MANY_UPDATES minibatch updates; mean-field otherwise (README, "Choosing the local step")
-SHORT_DOCUMENT_WORDS = 64
-MANY_UPDATES = 150
 MEANFIELD_ONLY = ("estep_beta", "accelerate")      # options that ask for the mean-field E-step
 
 
 def default_local(config):
     """The local step of a fit given without --local: the algorithm's own, except for LDA SVI
-    runs over short documents with many updates (see SHORT_DOCUMENT_WORDS), which get "cvb0"
+    runs over short documents with many updates (see registry.SHORT_DOCUMENT_WORDS), which get "cvb0"
     unless a mean-field option was given. Held-out LL per word, shared fold-in, K=50, peer
     settings, cvb0 against meanfield: GCIDE (16 distinct words a document) 1 pass, 227 updates:
     -8.81 / -9.23; SOTU paragraphs (32) 5 passes, 221 updates: -7.78 / -7.90, but 1 pass (44
@@ -66,7 +61,8 @@ def default_local(config):
         corpus = Corpus(config["corpus"])
         limits = RunLimits(passes=config["passes"], max_docs=config["max_docs"])
         updates = planned_docs(corpus.n_docs, limits) / config["batch_size"]
-        if corpus.nnz < SHORT_DOCUMENT_WORDS * corpus.n_docs and updates >= MANY_UPDATES:
+        if (corpus.nnz < registry.SHORT_DOCUMENT_WORDS * corpus.n_docs
+                and updates >= registry.MANY_UPDATES):
             return "cvb0"
     return registry.DEFAULT_LOCAL[key]
 

@@ -13,7 +13,7 @@ from ..kernels import gibbs as kernel
 from ..kernels.minibatch import distinct_words
 from ..stats import SufficientStats
 from .entries import (BLOCK_FLOATS, add_word_statistics, check_topics_rows,
-                      document_blocks, document_seeds, exp_dirichlet_expectations, local_prior,
+                      document_blocks, document_seeds, local_prior,
                       n_chunks_for, step_seed, sub_block)
 from .local import LocalResult
 
@@ -70,7 +70,7 @@ class Gibbs:
                 len(np.unique(chunk_thread[chunk_thread >= 0])))
 
     def _result(self, gamma, threads):
-        return LocalResult(gamma, exp_dirichlet_expectations(gamma), np.empty(0),
+        return LocalResult(gamma, None, np.empty(0),
                            np.full(gamma.shape[0], self.sweeps, dtype=np.int64), threads)
 
     def fit(self, indptr, indices, counts, topics, alpha, seed=None):

@@ -9,16 +9,25 @@ from ..kernels import meanfield
 from ..kernels.minibatch import distinct_words, word_major
 from ..kernels.topic_matrix import mean_topic_rows
 from ..stats import SufficientStats
+from .entries import exp_dirichlet_expectations
 
 
 @dataclass
 class LocalResult:
     gamma: np.ndarray            # D x K variational Dirichlet of each document
-    exp_elog_theta: np.ndarray   # D x K
+    given_exp_elog_theta: np.ndarray    # D x K, or None: computed from gamma when first asked
     token_weight: np.ndarray     # nnz, c_n / norm_n
     sweeps: np.ndarray           # D, sweeps of the document loop
     threads_used: int
     redone: np.ndarray = None    # D bools: refused in single precision, redone in double
+
+    @property
+    def exp_elog_theta(self):
+        """exp(E[log theta_d]) under Dir(gamma_d), D x K (local steps other than mean-field do not
+        need it for their statistics, so it is computed only when asked for)."""
+        if self.given_exp_elog_theta is None:
+            self.given_exp_elog_theta = exp_dirichlet_expectations(self.gamma)
+        return self.given_exp_elog_theta
 
     @property
     def theta(self):

@@ -15,16 +15,54 @@ in the (ascending id) order of the CSR row, `burn_in` passes then one final pass
 pass each distinct word's m_p * g is the document's contribution to the statistic hat N^Phi
 (Algorithm 2, innermost loop, without the C/|M| factor, which the global step applies).
 gamma = alpha + n_theta after the final pass.
+
+Speed (the default local step on short documents, so the training hot path there): the step
+sizes rho_t come from a table over integer t (every count is an integer), built once per call, so
+no word pays a pow; keep = 1 - rho for m_p = 1; the normaliser is summed in four partial sums
+and g is scaled by one reciprocal, so the loops over topics vectorise.
 """
 import numpy as np
 from numba import njit, prange, get_thread_id
 
+# step sizes rho_t are tabulated for t below this (a document's tokens times its passes); beyond
+# it, or for a count that is not an integer, rho_t is computed where it is needed
+STEP_TABLE_MAX = 1 << 16
+
 
 @njit(cache=True, nogil=True)
-def cvb0_document(ids, counts, topics, alpha, burn_in, s, tau, kappa, n_theta, g,
+def step_size(s, tau, kappa, t):
+    """rho_t = min(1, s / (tau + t)^kappa) (sec. 4.1)."""
+    return min(1.0, s / (tau + t) ** kappa)
+
+
+@njit(error_model="numpy", cache=True, nogil=True, inline="always")
+def prior_weighted_row(row, n_theta, alpha, g):
+    """g_k = row_k (n_theta_k + alpha_k) (eq. 5 before normalising); returns sum_k g_k, summed
+    in four partial sums (in a fixed order, so results stay deterministic)."""
+    K = g.shape[0]
+    K4 = K - K % 4
+    s0 = s1 = s2 = s3 = 0.0
+    for k in range(0, K4, 4):
+        g[k] = row[k] * (n_theta[k] + alpha[k])
+        g[k + 1] = row[k + 1] * (n_theta[k + 1] + alpha[k + 1])
+        g[k + 2] = row[k + 2] * (n_theta[k + 2] + alpha[k + 2])
+        g[k + 3] = row[k + 3] * (n_theta[k + 3] + alpha[k + 3])
+        s0 += g[k]
+        s1 += g[k + 1]
+        s2 += g[k + 2]
+        s3 += g[k + 3]
+    for k in range(K4, K):
+        g[k] = row[k] * (n_theta[k] + alpha[k])
+        s0 += g[k]
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(error_model="numpy", cache=True, nogil=True)
+def cvb0_document(ids, counts, topics, alpha, burn_in, s, tau, kappa, steps, n_theta, g,
                   entry_gamma, want_entries):
     """One document in place: n_theta (K) on return holds N^Theta_j; entry_gamma[p] = m_p g_p
-    of the final pass when want_entries. Returns the number of passes run."""
+    of the final pass when want_entries. steps[t] = step_size(s, tau, kappa, t) for t below its
+    length. Returns the number of passes run."""
     K = n_theta.shape[0]
     n = ids.shape[0]
     length = 0.0
@@ -36,30 +74,24 @@ def cvb0_document(ids, counts, topics, alpha, burn_in, s, tau, kappa, n_theta, g
     for sweep in range(burn_in + 1):
         final = sweep == burn_in
         for p in range(n):
-            row = topics[ids[p]]
             m = counts[p]
-            norm = 0.0
-            for k in range(K):
-                g[k] = row[k] * (n_theta[k] + alpha[k])
-                norm += g[k]
-            if norm > 0.0:
+            norm = prior_weighted_row(topics[ids[p]], n_theta, alpha, g)
+            if not norm > 0.0:                      # the word has no mass under any topic: g = 1/K
                 for k in range(K):
-                    g[k] /= norm
-            else:                                   # the word has no mass under any topic
-                for k in range(K):
-                    g[k] = 1.0 / K
-            rho = s / (tau + t) ** kappa
-            if rho > 1.0:
-                rho = 1.0
-            keep = (1.0 - rho) ** m
-            fresh = length * (1.0 - keep)
+                    g[k] = 1.0
+                norm = float(K)
+            step = int(t)
+            rho = steps[step] if step == t and step < steps.shape[0] else step_size(s, tau, kappa, t)
+            keep = 1.0 - rho if m == 1.0 else (1.0 - rho) ** m
+            scale = length * (1.0 - keep) / norm
             for k in range(K):
-                n_theta[k] = keep * n_theta[k] + fresh * g[k]
+                n_theta[k] = keep * n_theta[k] + scale * g[k]
             t += m
             if final and want_entries:
                 out = entry_gamma[p]
+                scale = m / norm
                 for k in range(K):
-                    out[k] = m * g[k]
+                    out[k] = scale * g[k]
     return burn_in + 1
 
 
@@ -75,6 +107,15 @@ def cvb0_batch(indptr, indices, counts, topics, alpha, burn_in, s, tau, kappa, n
     D = indptr.shape[0] - 1
     K = topics.shape[1]
     want = entry_gamma.shape[0] > 0
+    longest = 0.0
+    for d in range(D):
+        tokens = 0.0
+        for p in range(indptr[d], indptr[d + 1]):
+            tokens += counts[p]
+        longest = max(longest, tokens)
+    steps = np.empty(int(min(longest * (burn_in + 1), STEP_TABLE_MAX)))
+    for t in range(steps.shape[0]):
+        steps[t] = step_size(s, tau, kappa, float(t))
     for c in prange(n_chunks):
         chunk_thread[c] = get_thread_id()
         g = np.empty(K)
@@ -83,6 +124,6 @@ def cvb0_batch(indptr, indices, counts, topics, alpha, burn_in, s, tau, kappa, n
             hi = indptr[d + 1]
             row = gamma[d]
             passes[d] = cvb0_document(indices[lo:hi], counts[lo:hi], topics, alpha, burn_in, s, tau,
-                                      kappa, row, g, entry_gamma[lo:hi], want)
+                                      kappa, steps, row, g, entry_gamma[lo:hi], want)
             for k in range(K):
                 row[k] += alpha[k]
