@@ -322,6 +322,45 @@ def test_step_towards_equals_the_numpy_update_bit_for_bit():
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
 
 
+@pytest.mark.parametrize("V", [5, 300, 1001])
+def test_step_towards_summed_equals_step_towards_then_column_sums_bit_for_bit(V):
+    """The fused update (SVI's): the same lam as step_towards and the same column sums as
+    column_sums of the new lam, exactly, at 1 and 2 threads; minibatch words at the edges of
+    the row blocks, or none."""
+    rng = np.random.default_rng(V)
+    lam = rng.gamma(1.0, 1.0, size=(V, 7))
+    edges = [b * V // topic_matrix.SUM_BLOCKS for b in range(topic_matrix.SUM_BLOCKS)] + [V - 1]
+    words = np.unique(np.concatenate([edges, rng.choice(V, min(V, 40), replace=False)])).astype(np.int64)
+    word_topic = rng.gamma(1.0, 3.0, size=(words.shape[0], 7))
+    rho, eta, scale = 0.137, 0.01, 0.137 * 1234 / 50
+    for w, stats in ((words, word_topic), (np.zeros(0, dtype=np.int64), np.zeros((0, 7)))):
+        expected = lam.copy()
+        topic_matrix.step_towards(expected, rho, eta, w, scale, stats)
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            got = lam.copy()
+            totals = topic_matrix.step_towards_summed(got, rho, eta, w, scale, stats)
+            assert np.array_equal(got, expected)
+            assert np.array_equal(totals, topic_matrix.column_sums(expected))
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+
+
+def test_remembered_column_totals_are_used_only_for_the_same_lambda_and_step():
+    from topicscale.models.lda import LDAModel
+    rng = np.random.default_rng(4)
+    model = LDAModel.initial([f"w{i}" for i in range(50)], 3, 0.1, 0.01, rng)
+    fresh = model.column_totals()
+    model.remember_totals(np.array([1.0, 2.0, 3.0]))
+    assert np.array_equal(model.column_totals(), [1.0, 2.0, 3.0])
+    model.step += 1                                       # another global step wrote lambda
+    assert np.array_equal(model.column_totals(), fresh)
+    model.remember_totals(np.array([1.0, 2.0, 3.0]))
+    model.lam = model.lam.copy()                          # a new lambda
+    assert np.array_equal(model.column_totals(), fresh)
+    model.lam[0, 0] = np.nan
+    assert not model.is_finite()
+
+
 def test_column_sums_match_numpy_and_do_not_depend_on_threads():
     rng = np.random.default_rng(22)
     lam = rng.gamma(0.3, 1.0, size=(1001, 5))

@@ -54,7 +54,7 @@ class CVB0:
 
     def estep_topics(self, model, words=None):
         """E[beta] rows (V' x K) for the given words (all when None): what eq. 5 multiplies by."""
-        return mean_topic_rows(model.lam, words)
+        return mean_topic_rows(model.lam, words, model.column_totals())
 
     def _run(self, indptr, indices, counts, topics, alpha, entry_gamma):
         D, K = indptr.shape[0] - 1, topics.shape[1]

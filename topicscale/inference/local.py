@@ -88,7 +88,7 @@ class MeanField:
         """The topic rows B (V' x K) for the given words (all when None): the model's own
         (exp(E[log beta]) for LDA) or, with estep_beta="mean", E[beta]."""
         if self.estep_beta == "mean":
-            return mean_topic_rows(model.lam, words)
+            return mean_topic_rows(model.lam, words, model.column_totals())
         return model.estep_topics(words)
 
     def fit(self, indptr, indices, counts, topics, alpha, single_topics=None):

@@ -1,7 +1,7 @@
 """Stochastic variational inference for LDA (SVI paper, figure 6, steps 10-11)."""
 import numpy as np
 
-from ..kernels.topic_matrix import step_towards
+from ..kernels.topic_matrix import step_towards_summed
 from .local import one_word_batch, step_metrics
 from .schedule import robbins_monro
 
@@ -29,12 +29,14 @@ class SVI:
         untouched."""
         self.local.statistics(one_word_batch(), self.model)
         K = self.model.lam.shape[1]
-        step_towards(np.ones((1, K)), 0.0, 0.0, np.zeros(0, dtype=np.int64), 0.0, np.zeros((0, K)))
+        step_towards_summed(np.ones((1, K)), 0.0, 0.0, np.zeros(0, dtype=np.int64), 0.0, np.zeros((0, K)))
 
     def update(self, stats):
         m = self.model
         rho = robbins_monro(m.step, self.tau, self.kappa)
-        step_towards(m.lam, rho, m.eta, stats.words, rho * self.corpus_docs / stats.n_docs, stats.word_topic)
+        totals = step_towards_summed(m.lam, rho, m.eta, stats.words, rho * self.corpus_docs / stats.n_docs,
+                                     stats.word_topic)
         m.step += 1
+        m.remember_totals(totals)
         m.docs_seen += stats.n_docs
         self.last_rho = rho

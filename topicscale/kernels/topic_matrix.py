@@ -33,6 +33,43 @@ def step_towards(lam, rho, eta, words, scale, word_topic):
 
 
 @njit(parallel=True, cache=True)
+def step_towards_summed(lam, rho, eta, words, scale, word_topic):
+    """step_towards for ascending `words`, returning the column sums of the new lam: in the same
+    pass over the V x K entries, summed exactly as column_sums sums them (the same blocks of
+    rows, the same order), so the result equals column_sums(lam) bit for bit."""
+    V, K = lam.shape
+    keep = 1.0 - rho
+    add = rho * eta
+    partial = np.zeros((SUM_BLOCKS, K))
+    for b in prange(SUM_BLOCKS):
+        lo, hi = b * V // SUM_BLOCKS, (b + 1) * V // SUM_BLOCKS
+        j = np.searchsorted(words, lo)
+        acc = partial[b]
+        for w in range(lo, hi):
+            row = lam[w]
+            for k in range(K):
+                row[k] = row[k] * keep + add
+            if j < words.shape[0] and words[j] == w:
+                stat = word_topic[j]
+                for k in range(K):
+                    row[k] += scale * stat[k]
+                j += 1
+            for k in range(K):
+                acc[k] += row[k]
+    return _add_blocks(partial)
+
+
+@njit(cache=True)
+def _add_blocks(partial):
+    """sum over blocks b of partial[b], in block order."""
+    total = np.zeros(partial.shape[1])
+    for b in range(partial.shape[0]):
+        for k in range(partial.shape[1]):
+            total[k] += partial[b, k]
+    return total
+
+
+@njit(parallel=True, cache=True)
 def column_sums(lam):
     """sum_w lam[w, k] for each k: SUM_BLOCKS fixed blocks of rows summed in parallel, then the
     block sums in block order."""
@@ -44,16 +81,13 @@ def column_sums(lam):
             row = lam[w]
             for k in range(K):
                 acc[k] += row[k]
-    total = np.zeros(K)
-    for b in range(SUM_BLOCKS):
-        for k in range(K):
-            total[k] += partial[b, k]
-    return total
+    return _add_blocks(partial)
 
 
-def mean_topic_rows(lam, words=None):
-    """E[beta] rows: lam[w, k] / sum_v lam[v, k] for the given words (all when None), V' x K.
-    As a local step's topics this is the zeroth-order plug-in of CVB0 (SCVB0 paper, eq. 5:
-    (N^Phi_wk + eta) / (N^Z_k + V eta) when lam = N^Phi + eta)."""
+def mean_topic_rows(lam, words=None, totals=None):
+    """E[beta] rows: lam[w, k] / sum_v lam[v, k] for the given words (all when None), V' x K;
+    totals, when given, are lam's column sums. As a local step's topics this is the
+    zeroth-order plug-in of CVB0 (SCVB0 paper, eq. 5: (N^Phi_wk + eta) / (N^Z_k + V eta) when
+    lam = N^Phi + eta)."""
     rows = lam if words is None else lam[words]
-    return rows / column_sums(lam)[None, :]
+    return rows / (column_sums(lam) if totals is None else totals)[None, :]

@@ -67,21 +67,34 @@ class LDAModel:
         return {"topics": self.n_topics, "vocabulary": self.n_words, "alpha": float(self.alpha[0]),
                 "eta": self.eta, "step": self.step, "docs_seen": self.docs_seen}
 
+    def column_totals(self):
+        """sum_w lambda_kw for each topic k: the sums remember_totals was given, while lambda is
+        the same array at the same step, else a pass over V x K (kernels.topic_matrix)."""
+        remembered = getattr(self, "_totals", None)
+        if remembered is not None and remembered[0] is self.lam and remembered[1] == self.step:
+            return remembered[2]
+        from ..kernels.topic_matrix import column_sums          # imports numba: only when needed
+        return column_sums(self.lam)
+
+    def remember_totals(self, totals):
+        """Keep lambda's column sums, computed by the global step that just wrote lambda (equal
+        to column_sums(lam) bit for bit), until lambda or the step changes: with a large
+        vocabulary the passes over V x K, not the E-step, dominate a minibatch."""
+        self._totals = (self.lam, self.step, totals)
+
     def is_finite(self):
         """No infinite or NaN entry in lambda (checked through its column sums)."""
-        from ..kernels.topic_matrix import column_sums
-        return bool(np.all(np.isfinite(column_sums(self.lam))))
+        return bool(np.all(np.isfinite(self.column_totals())))
 
     def exp_elog_beta(self, words=None):
         """exp(E[log beta_kw]) = exp(psi(lambda_kw) - psi(sum_v lambda_kv)) for the given rows."""
-        from ..kernels.topic_matrix import column_sums          # imports numba: only when needed
         from ..kernels.special import exp_elog_rows
         rows = np.arange(self.n_words) if words is None else np.asarray(words, dtype=np.int64)
         if rows.shape[0] and (rows.min() < 0 or rows.max() >= self.n_words):
             raise ValueError(f"word ids must be in 0..{self.n_words - 1}")
         out = np.empty((rows.shape[0], self.n_topics))
         lam = np.ascontiguousarray(self.lam)
-        exp_elog_rows(lam, column_sums(lam), rows, out)
+        exp_elog_rows(lam, self.column_totals(), rows, out)
         return out
 
     def expected_beta(self):
