@@ -176,7 +176,7 @@ def worker_anatomy(spec):
     from topicscale.inference.schedule import robbins_monro
     from topicscale.kernels import meanfield
     from topicscale.kernels.minibatch import distinct_words, word_major
-    from topicscale.kernels.topic_matrix import step_towards
+    from topicscale.kernels.topic_matrix import step_towards_summed
     from topicscale.models import load_model
     from topicscale.stats import SufficientStats
     numba.set_num_threads(spec["threads"])
@@ -214,8 +214,10 @@ def worker_anatomy(spec):
             stats, _ = local.statistics(batch, model, topics=topic_rows)
         t6 = clock()
         rho = robbins_monro(model.step, SETTINGS["tau"], SETTINGS["kappa"])  # 7. global step (SVI.update)
-        step_towards(model.lam, rho, model.eta, stats.words, rho * D / stats.n_docs, stats.word_topic)
+        totals = step_towards_summed(model.lam, rho, model.eta, stats.words, rho * D / stats.n_docs,
+                                     stats.word_topic)
         model.step += 1
+        model.remember_totals(totals)
         t8 = clock()
         model.is_finite()                                                    # 8. driver's finiteness check
         t9 = clock()
@@ -223,15 +225,15 @@ def worker_anatomy(spec):
             warm = False
             continue
         for name, a, b in (("read minibatch (Corpus.rows)", t0, t1), ("np.unique word ids", t1, t2),
-                           ("topic rows of the minibatch's words (MeanField.estep_topics: lambda column sums, then "
-                            "E[beta] or exp(E[log beta]))", t2, t3),
+                           ("topic rows of the minibatch's words (estep_topics: E[beta] or exp(E[log beta]) of "
+                            "their lambda rows, with the column sums the last update kept)", t2, t3),
                            ("E-step kernel (MeanField.fit; single precision: with the float32 copy of the rows)", t3, t4),
                            ("transpose minibatch (argsort, bincount)", t4, t5),
                            ("statistics kernel + scaling (word_topic_statistics; cvb0: CVB0.statistics, its "
                             "kernel and the per-word sums)", t5, t6),
-                           ("global step (step_towards: lambda <- (1 - rho) lambda + rho eta on all V x K, "
-                            "then the minibatch's rows)", t6, t8),
-                           ("is_finite (column sums of all V x K lambda)", t8, t9)):
+                           ("global step (step_towards_summed: lambda <- (1 - rho) lambda + rho eta on all V x K, "
+                            "the minibatch's rows, lambda's column sums)", t6, t8),
+                           ("is_finite (of the column sums the update kept)", t8, t9)):
             t[name] += b - a
     n = spec["batches"]
     return {"batches": n, "stage_seconds": dict(t), "total": sum(t.values()), "V": model.n_words, "K": model.n_topics,

@@ -12,6 +12,8 @@ from topicscale.inference.cvb0 import CVB0
 from topicscale.inference.gibbs import Gibbs
 from topicscale.inference.local import MeanField
 from topicscale.inference.schedule import robbins_monro
+from topicscale.inference.scvb0 import SCVB0
+from topicscale.inference.ssmf import SSMFA
 from topicscale.inference.svi import SVI
 from topicscale.models.lda import LDAModel
 from topicscale.stats import SufficientStats
@@ -47,16 +49,18 @@ class _WithoutWarmUp:
         self.model, self.step = algorithm.model, algorithm.step
 
 
-@pytest.mark.parametrize("local", [MeanField, CVB0, Gibbs])
-def test_kernel_warm_up_leaves_the_model_and_the_fit_unchanged(planted, local):
+@pytest.mark.parametrize("algorithm, local", [(SVI, MeanField), (SVI, CVB0), (SVI, Gibbs), (SCVB0, CVB0),
+                                              (SSMFA, Gibbs)])
+def test_kernel_warm_up_leaves_the_model_and_the_fit_unchanged(planted, algorithm, local):
     """The driver's warm-up (kernel loading, not timed as training) must not touch the model:
-    a run with it ends at exactly the topics of a run without it, for every LDA local step."""
+    a run with it ends at exactly the topics of a run without it, for every LDA local step and
+    the stochastic global steps that offer it."""
     _, corpus, _ = planted
     fitted = []
     for warm in (True, False):
         model = LDAModel.initial(corpus.vocab, 10, 0.1, 0.01, np.random.default_rng(3))
         before = model.lam.copy()
-        algo = SVI(model, local(), corpus.n_docs, tau=1.0, kappa=0.7)
+        algo = algorithm(model, local(), corpus.n_docs, tau=1.0, kappa=0.7)
         if warm:
             algo.warm_up()
             assert np.array_equal(model.lam, before) and model.step == 0

@@ -18,8 +18,9 @@ t is model.step, the number of minibatches already folded in (the paper counts "
 iterations"; with a fixed minibatch size the two differ by a constant factor in t, which the
 paper's tau = 1000 was tuned for with minibatches of 100). rho is capped at 1.
 """
-from ..kernels.topic_matrix import step_towards
+from ..kernels.topic_matrix import step_towards_summed
 from .local import step_metrics
+from .svi import SVI
 
 
 
@@ -66,13 +67,16 @@ class SCVB0:
         self.update(stats)
         return {"rho": self.last_rho, "corpus_tokens": self.corpus_size(), **step_metrics(result)}
 
+    warm_up = SVI.warm_up           # load the kernels before the timed run (train)
+
     def update(self, stats):
         m = self.model
         self._docs += stats.n_docs
         self._tokens += stats.n_tokens
         rho = scvb0_step_size(m.step, self.s, self.tau, self.kappa)
         scale = rho * self.corpus_size() / stats.n_tokens if stats.n_tokens > 0 else 0.0
-        step_towards(m.lam, rho, m.eta, stats.words, scale, stats.word_topic)
+        totals = step_towards_summed(m.lam, rho, m.eta, stats.words, scale, stats.word_topic)
         m.step += 1
+        m.remember_totals(totals)
         m.docs_seen += stats.n_docs
         self.last_rho = rho

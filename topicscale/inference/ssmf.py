@@ -26,9 +26,10 @@ import inspect
 
 import numpy as np
 
-from ..kernels.topic_matrix import step_towards
+from ..kernels.topic_matrix import step_towards_summed
 from .local import step_metrics
 from .schedule import robbins_monro
+from .svi import SVI
 
 
 def ramp(docs_seen, corpus_docs):
@@ -127,13 +128,16 @@ class SSMFA:
             return self.local.statistics(batch, m, topics=rows, **kwargs)
         return self.local.statistics(batch, _SampledTopics(m, words, rows), **kwargs)
 
+    warm_up = SVI.warm_up           # load the kernels before the timed run (train)
+
     def update(self, stats):
         """Algorithm 2, steps 3 and 7."""
         m = self.model
         rho = robbins_monro(m.step, self.tau, self.kappa)
         n_t = ramp(m.docs_seen + stats.n_docs, self.corpus_docs) if self.ramp else self.corpus_docs
         scale = rho * n_t / stats.n_docs if stats.n_docs else 0.0
-        step_towards(m.lam, rho, m.eta, stats.words, scale, stats.word_topic)
+        totals = step_towards_summed(m.lam, rho, m.eta, stats.words, scale, stats.word_topic)
         m.step += 1
+        m.remember_totals(totals)
         m.docs_seen += stats.n_docs
         self.last_rho, self.last_n = rho, n_t
