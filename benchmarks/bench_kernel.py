@@ -176,7 +176,6 @@ def worker_anatomy(spec):
     from topicscale.inference.schedule import robbins_monro
     from topicscale.kernels import meanfield
     from topicscale.kernels.minibatch import distinct_words, word_major
-    from topicscale.kernels.topic_matrix import step_towards_summed
     from topicscale.models import load_model
     from topicscale.stats import SufficientStats
     numba.set_num_threads(spec["threads"])
@@ -214,10 +213,7 @@ def worker_anatomy(spec):
             stats, _ = local.statistics(batch, model, topics=topic_rows)
         t6 = clock()
         rho = robbins_monro(model.step, SETTINGS["tau"], SETTINGS["kappa"])  # 7. global step (SVI.update)
-        totals = step_towards_summed(model.lam, rho, model.eta, stats.words, rho * D / stats.n_docs,
-                                     stats.word_topic)
-        model.step += 1
-        model.remember_totals(totals)
+        model.update_topics(rho, stats.words, rho * D / stats.n_docs, stats.word_topic)
         t8 = clock()
         model.is_finite()                                                    # 8. driver's finiteness check
         t9 = clock()
@@ -231,7 +227,7 @@ def worker_anatomy(spec):
                            ("transpose minibatch (argsort, bincount)", t4, t5),
                            ("statistics kernel + scaling (word_topic_statistics; cvb0: CVB0.statistics, its "
                             "kernel and the per-word sums)", t5, t6),
-                           ("global step (step_towards_summed: lambda <- (1 - rho) lambda + rho eta on all V x K, "
+                           ("global step (LDAModel.update_topics: lambda <- (1 - rho) lambda + rho eta on all V x K, "
                             "the minibatch's rows, lambda's column sums)", t6, t8),
                            ("is_finite (of the column sums the update kept)", t8, t9)):
             t[name] += b - a

@@ -345,18 +345,23 @@ def test_step_towards_summed_equals_step_towards_then_column_sums_bit_for_bit(V)
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
 
 
-def test_remembered_column_totals_are_used_only_for_the_same_lambda_and_step():
+def test_kept_column_totals_are_used_only_for_the_same_lambda_and_step():
+    """update_topics keeps the column sums of its pass; column_totals returns that very array
+    while lambda and the step are unchanged, and sums lambda afresh otherwise."""
     from topicscale.models.lda import LDAModel
     rng = np.random.default_rng(4)
     model = LDAModel.initial([f"w{i}" for i in range(50)], 3, 0.1, 0.01, rng)
-    fresh = model.column_totals()
-    model.remember_totals(np.array([1.0, 2.0, 3.0]))
-    assert np.array_equal(model.column_totals(), [1.0, 2.0, 3.0])
+    model.update_topics(0.3, np.array([2, 7], dtype=np.int64), 5.0, rng.gamma(1.0, 1.0, size=(2, 3)))
+    kept = model.column_totals()
+    assert model.step == 1 and model.column_totals() is kept
+    assert np.array_equal(kept, topic_matrix.column_sums(model.lam))
     model.step += 1                                       # another global step wrote lambda
-    assert np.array_equal(model.column_totals(), fresh)
-    model.remember_totals(np.array([1.0, 2.0, 3.0]))
+    assert model.column_totals() is not kept
+    assert np.array_equal(model.column_totals(), kept)
+    model.step -= 1
+    assert model.column_totals() is kept
     model.lam = model.lam.copy()                          # a new lambda
-    assert np.array_equal(model.column_totals(), fresh)
+    assert model.column_totals() is not kept
     model.lam[0, 0] = np.nan
     assert not model.is_finite()
 

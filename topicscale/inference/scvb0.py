@@ -18,7 +18,6 @@ t is model.step, the number of minibatches already folded in (the paper counts "
 iterations"; with a fixed minibatch size the two differ by a constant factor in t, which the
 paper's tau = 1000 was tuned for with minibatches of 100). rho is capped at 1.
 """
-from ..kernels.topic_matrix import step_towards_summed
 from .local import step_metrics
 from .svi import SVI
 
@@ -75,8 +74,6 @@ class SCVB0:
         self._tokens += stats.n_tokens
         rho = scvb0_step_size(m.step, self.s, self.tau, self.kappa)
         scale = rho * self.corpus_size() / stats.n_tokens if stats.n_tokens > 0 else 0.0
-        totals = step_towards_summed(m.lam, rho, m.eta, stats.words, scale, stats.word_topic)
-        m.step += 1
-        m.remember_totals(totals)
+        m.update_topics(rho, stats.words, scale, stats.word_topic)
         m.docs_seen += stats.n_docs
         self.last_rho = rho

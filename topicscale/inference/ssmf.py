@@ -26,7 +26,6 @@ import inspect
 
 import numpy as np
 
-from ..kernels.topic_matrix import step_towards_summed
 from .local import step_metrics
 from .schedule import robbins_monro
 from .svi import SVI
@@ -136,8 +135,6 @@ class SSMFA:
         rho = robbins_monro(m.step, self.tau, self.kappa)
         n_t = ramp(m.docs_seen + stats.n_docs, self.corpus_docs) if self.ramp else self.corpus_docs
         scale = rho * n_t / stats.n_docs if stats.n_docs else 0.0
-        totals = step_towards_summed(m.lam, rho, m.eta, stats.words, scale, stats.word_topic)
-        m.step += 1
-        m.remember_totals(totals)
+        m.update_topics(rho, stats.words, scale, stats.word_topic)
         m.docs_seen += stats.n_docs
         self.last_rho, self.last_n = rho, n_t

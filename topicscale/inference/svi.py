@@ -34,9 +34,6 @@ class SVI:
     def update(self, stats):
         m = self.model
         rho = robbins_monro(m.step, self.tau, self.kappa)
-        totals = step_towards_summed(m.lam, rho, m.eta, stats.words, rho * self.corpus_docs / stats.n_docs,
-                                     stats.word_topic)
-        m.step += 1
-        m.remember_totals(totals)
+        m.update_topics(rho, stats.words, rho * self.corpus_docs / stats.n_docs, stats.word_topic)
         m.docs_seen += stats.n_docs
         self.last_rho = rho

@@ -68,18 +68,22 @@ class LDAModel:
                 "eta": self.eta, "step": self.step, "docs_seen": self.docs_seen}
 
     def column_totals(self):
-        """sum_w lambda_kw for each topic k: the sums remember_totals was given, while lambda is
+        """sum_w lambda_kw for each topic k: the sums the last update_topics kept, while lambda is
         the same array at the same step, else a pass over V x K (kernels.topic_matrix)."""
-        remembered = getattr(self, "_totals", None)
-        if remembered is not None and remembered[0] is self.lam and remembered[1] == self.step:
-            return remembered[2]
+        kept = getattr(self, "_totals", None)
+        if kept is not None and kept[0] is self.lam and kept[1] == self.step:
+            return kept[2]
         from ..kernels.topic_matrix import column_sums          # imports numba: only when needed
         return column_sums(self.lam)
 
-    def remember_totals(self, totals):
-        """Keep lambda's column sums, computed by the global step that just wrote lambda (equal
-        to column_sums(lam) bit for bit), until lambda or the step changes: with a large
-        vocabulary the passes over V x K, not the E-step, dominate a minibatch."""
+    def update_topics(self, rho, words, scale, word_topic):
+        """One global step on lambda (topic_matrix.step_towards_summed: lambda <- (1 - rho) lambda
+        + rho eta, lambda[words] += scale * word_topic, words ascending), step + 1. The column
+        sums of the new lambda come from the same pass and are kept for column_totals: with a
+        large vocabulary the passes over V x K, not the E-step, dominate a minibatch."""
+        from ..kernels.topic_matrix import step_towards_summed
+        totals = step_towards_summed(self.lam, rho, self.eta, words, scale, word_topic)
+        self.step += 1
         self._totals = (self.lam, self.step, totals)
 
     def is_finite(self):
