@@ -11,8 +11,9 @@ def _F(gamma, B, counts, alpha):
 
 
 def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate=False):
-    """Mean-field E-step of one document (SVI paper eqs. 33-34), phi kept explicitly;
-    optionally SQUAREM-accelerated (step length S3, projected onto gamma >= alpha)."""
+    """Mean-field E-step of one document (SVI paper eqs. 33-34, figure 6), phi kept explicitly;
+    optionally SQUAREM-accelerated (step length S3, projected onto gamma >= alpha). Returns
+    gamma and the phi of the last sweep (the one that gave gamma) with its exp(E[log theta])."""
     B = topics[ids]                                           # n x K
     g0 = np.ones(topics.shape[1])
     sweeps = 0
@@ -20,7 +21,7 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate=False):
         g1 = _F(g0, B, counts, alpha)
         sweeps += 1
         if np.mean(np.abs(g1 - g0)) < tol or sweeps == max_iter:
-            gamma = g1
+            gamma, last = g1, g0
             break
         if not accelerate:
             g0 = g1
@@ -28,12 +29,12 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate=False):
         g2 = _F(g1, B, counts, alpha)
         sweeps += 1
         if np.mean(np.abs(g2 - g1)) < tol or sweeps == max_iter:
-            gamma = g2
+            gamma, last = g2, g1
             break
         r, v = g1 - g0, g2 - 2 * g1 + g0
         step = min(-np.sqrt((r @ r) / (v @ v)), -1.0) if v @ v > 0 else -1.0
         g0 = np.maximum(g0 - 2 * step * r + step ** 2 * v, alpha)
-    exp_elog_theta = np.exp(digamma(gamma) - digamma(gamma.sum()))
+    exp_elog_theta = np.exp(digamma(last) - digamma(last.sum()))
     phi = exp_elog_theta[None, :] * B
     phi /= phi.sum(axis=1, keepdims=True)
     return gamma, exp_elog_theta, phi, sweeps

@@ -173,6 +173,10 @@ def test_estep_matches_numpy_reference(K, accelerate):
         # token weights reproduce phi: phi_nk = r_n / c_n * exp(E log theta_k) * B[w_n, k]
         phi_kernel = (result.token_weight[a:b] / counts[a:b])[:, None] * eet[None, :] * topics[indices[a:b]]
         assert np.allclose(phi_kernel, phi, rtol=1e-8, atol=1e-12)
+        # gamma is the sweep of that phi: gamma = alpha + sum_n c_n phi_n (eq. 34)
+        own_phi = ((result.token_weight[a:b] / counts[a:b])[:, None] * result.exp_elog_theta[d]
+                   * topics[indices[a:b]])
+        np.testing.assert_allclose(alpha + counts[a:b] @ own_phi, result.gamma[d], rtol=1e-12)
 
 
 def random_document(seed, K, n, V=200):
@@ -256,8 +260,12 @@ def test_minibatch_statistics_match_reference(precision, rtol):
     assert np.array_equal(stats.words, np.unique(indices))
     assert np.allclose(stats.word_topic, ref_stats[stats.words], rtol=rtol, atol=1e-12)
     assert np.allclose(result.gamma, ref_gamma, rtol=rtol)
-    # each document's phi sums to its token count
+    # each document's phi sums to its token count, and the statistics are those of the phi
+    # that gave gamma: per topic, they sum to sum_d (gamma_d - alpha) (max_iter 30 stops some
+    # documents before convergence, where phi of the final gamma would not add up)
     assert np.isclose(stats.word_topic.sum(), counts.sum(), rtol=rtol)
+    np.testing.assert_allclose(stats.word_topic.sum(axis=0), (result.gamma - model.alpha).sum(axis=0),
+                               rtol=1e-6 if precision == "single" else 1e-12)
 
 
 def test_completion_log_likelihood_matches_reference():

@@ -173,8 +173,9 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_n
     (mean change over one sweep below tol), and every F counts against max_iter.
     gammas is a (3, K) float64 array (g0, g1, g2); lanes (2 x K), weight (at least n) and
     block (K x m) have the precision of topics. When the document has n <= m distinct words,
-    its rows are copied into block[:, :n] topic-major (see token_weights). The final token
-    weights go to token_weight (float64).
+    its rows are copied into block[:, :n] topic-major (see token_weights). exp_elog_theta and
+    token_weight (float64) receive the last sweep's exp(E[log theta]) and token weights: those
+    of the phi that gave the returned gamma (max_iter >= 1).
     """
     K = gamma.shape[0]
     n = ids.shape[0]
@@ -222,13 +223,12 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_n
             g0[k] = max(g0[k] - 2.0 * step * r + step * step * v, alpha[k])
     for k in range(K):
         gamma[k] = result[k]
-    # exp(E[log theta]) and token weights of the final gamma (used for the statistics)
+    # the statistics come from the phi of the last sweep, the one that gave gamma (figure 6: phi,
+    # then gamma), so gamma = alpha + sum_n c_n phi_n holds for them exactly; its
+    # exp(E[log theta]) and token weights are still in lanes[0] and weight
     theta = lanes[0]
-    exp_dirichlet_lanes(gamma, theta)
     for k in range(K):
         exp_elog_theta[k] = theta[k]
-    if token_weights(ids, counts, topics, block, theta, weight) < safe_norm:
-        return REFUSED
     for j in range(n):
         token_weight[j] = weight[j]
     return sweeps
