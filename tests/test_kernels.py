@@ -193,8 +193,12 @@ def run_document(ids, counts, topics, alpha, block_words, safe_norm=0.0, max_ite
     gamma, eet, token_weight = np.empty(K), np.empty(K), np.empty(ids.shape[0])
     lanes, weight, block = (np.empty((2, K), topics.dtype), np.empty(ids.shape[0], topics.dtype),
                             np.empty((K, block_words), topics.dtype))
+    start_theta = np.empty(K, topics.dtype)
+    single = topics.dtype == np.float32
+    (exp_dirichlet_expectation32 if single else exp_dirichlet_expectation)(np.ones(K), start_theta)
     sweeps = meanfield.estep_document(ids, counts, topics, alpha, max_iter, tol, False, safe_norm,
-                                      gamma, eet, token_weight, np.empty((3, K)), lanes, weight, block)
+                                      start_theta, gamma, eet, token_weight, np.empty((3, K)), lanes,
+                                      weight, block)
     return sweeps, gamma, token_weight
 
 

@@ -9,6 +9,7 @@ import numba
 import numpy as np
 
 from ..kernels.accumulate import add_entries_by_word
+from ..kernels.minibatch import word_major
 from ..kernels.special import digamma_array
 
 BLOCK_FLOATS = 1 << 22          # 32 MiB of float64 per block of per-entry vectors
@@ -63,11 +64,12 @@ def sub_block(indptr, indices, counts, d0, d1):
 
 
 def add_word_statistics(local_ids, entry_rows, out):
-    """out[j] += sum of entry_rows over the entries whose local word id is j (document order)."""
-    order = np.argsort(local_ids, kind="stable")
-    word_ptr = np.zeros(out.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(local_ids, minlength=out.shape[0]), out=word_ptr[1:])
-    add_entries_by_word(word_ptr, order.astype(np.int64), entry_rows, out)
+    """out[j] += sum of entry_rows over the entries whose local word id is j (document order).
+    The entries are grouped by word with word_major's counting sort (np.argsort took 0.6 ms of
+    a 500-document GCIDE minibatch)."""
+    one_block = np.array([0, local_ids.shape[0]], dtype=np.int64)
+    word_ptr, order, _ = word_major(one_block, local_ids, out.shape[0])
+    add_entries_by_word(word_ptr, order, entry_rows, out)
 
 
 def exp_dirichlet_expectations(gamma):

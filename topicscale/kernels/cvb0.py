@@ -38,21 +38,19 @@ def step_size(s, tau, kappa, t):
 @njit(error_model="numpy", cache=True, nogil=True, inline="always")
 def prior_weighted_row(row, n_theta, alpha, g):
     """g_k = row_k (n_theta_k + alpha_k) (eq. 5 before normalising); returns sum_k g_k, summed
-    in four partial sums (in a fixed order, so results stay deterministic)."""
+    in four partial sums (in a fixed order, so results stay deterministic). Two loops: fused,
+    the stores into g kept the products from vectorising (the loop ran 10% slower)."""
     K = g.shape[0]
+    for k in range(K):
+        g[k] = row[k] * (n_theta[k] + alpha[k])
     K4 = K - K % 4
     s0 = s1 = s2 = s3 = 0.0
     for k in range(0, K4, 4):
-        g[k] = row[k] * (n_theta[k] + alpha[k])
-        g[k + 1] = row[k + 1] * (n_theta[k + 1] + alpha[k + 1])
-        g[k + 2] = row[k + 2] * (n_theta[k + 2] + alpha[k + 2])
-        g[k + 3] = row[k + 3] * (n_theta[k + 3] + alpha[k + 3])
         s0 += g[k]
         s1 += g[k + 1]
         s2 += g[k + 2]
         s3 += g[k + 3]
     for k in range(K4, K):
-        g[k] = row[k] * (n_theta[k] + alpha[k])
         s0 += g[k]
     return (s0 + s1) + (s2 + s3)
 

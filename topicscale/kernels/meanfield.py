@@ -141,15 +141,17 @@ SAFE_NORM_SINGLE = 1e-30
 
 
 @njit(error_model="numpy", cache=True, nogil=True)
-def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, lanes, weight, safe_norm):
+def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, lanes, weight, safe_norm, theta_given):
     """gamma_out = F(gamma_in), one coordinate-ascent sweep (eqs. 33-34); returns the mean
     absolute change, or -1 when a normaliser fell below safe_norm or the change is not finite
     (only when safe_norm > 0). lanes (2 x K, the precision of topics) receives exp(E[log theta])
-    of gamma_in, computed in that precision (special.exp_dirichlet_lanes), and the accumulator;
-    weight receives the token weights c_n / norm_n."""
+    of gamma_in, computed in that precision (special.exp_dirichlet_lanes) unless theta_given
+    says lanes[0] holds it already, and the accumulator; weight receives the token weights
+    c_n / norm_n."""
     K = gamma_in.shape[0]
     theta, acc = lanes[0], lanes[1]
-    exp_dirichlet_lanes(gamma_in, theta)
+    if not theta_given:
+        exp_dirichlet_lanes(gamma_in, theta)
     lowest = token_weights(ids, counts, topics, block, theta, weight)
     weighted_row_sum(ids, topics, weight, acc)
     for k in range(K):
@@ -161,7 +163,7 @@ def sweep(ids, counts, topics, block, alpha, gamma_in, gamma_out, lanes, weight,
 
 
 @njit(error_model="numpy", cache=True, nogil=True)
-def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_norm,
+def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_norm, start_theta,
                    gamma, exp_elog_theta, token_weight, gammas, lanes, weight, block):
     """Fit one document's gamma (in place, from gamma = 1); returns the number of sweeps, or
     REFUSED when safe_norm > 0 and a sweep returned -1 (see sweep).
@@ -171,7 +173,9 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_n
     r = g1 - g0, v = g2 - g1 - r, a = min(-|r|/|v|, -1), g0 <- max(g0 - 2 a r + a^2 v, alpha)
     (projected onto the feasible set gamma >= alpha). The convergence test is the same
     (mean change over one sweep below tol), and every F counts against max_iter.
-    gammas is a (3, K) float64 array (g0, g1, g2); lanes (2 x K), weight (at least n) and
+    start_theta is exp(E[log theta]) of the start gamma = 1 (the same for every document, so
+    the first sweep skips it). gammas is a (3, K) float64 array (g0, g1, g2); lanes (2 x K),
+    start_theta, weight (at least n) and
     block (K x m) have the precision of topics. When the document has n <= m distinct words,
     its rows are copied into block[:, :n] topic-major (see token_weights). exp_elog_theta and
     token_weight (float64) receive the last sweep's exp(E[log theta]) and token weights: those
@@ -187,12 +191,15 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_n
                 block[k, j] = row[k]
     for k in range(K):
         g0[k] = 1.0
+        lanes[0, k] = start_theta[k]
+    theta_given = True
     sweeps = 0
     result = g1
     while sweeps < max_iter:
         sweeps += 1
         result = g1
-        change = sweep(ids, counts, topics, block, alpha, g0, g1, lanes, weight, safe_norm)
+        change = sweep(ids, counts, topics, block, alpha, g0, g1, lanes, weight, safe_norm, theta_given)
+        theta_given = False
         if change < 0.0:
             return REFUSED
         if change < tol or sweeps == max_iter:
@@ -202,7 +209,7 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_n
             continue
         sweeps += 1
         result = g2
-        change = sweep(ids, counts, topics, block, alpha, g1, g2, lanes, weight, safe_norm)
+        change = sweep(ids, counts, topics, block, alpha, g1, g2, lanes, weight, safe_norm, False)
         if change < 0.0:
             return REFUSED
         if change < tol or sweeps == max_iter:
@@ -255,13 +262,15 @@ def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, accelerat
             longest = max(longest, indptr[d + 1] - indptr[d])
         gammas = np.empty((3, K))
         lanes = np.empty((2, K), dtype=topics.dtype)
+        start_theta = np.empty(K, dtype=topics.dtype)
+        exp_dirichlet_lanes(np.ones(K), start_theta)
         weight = np.empty(longest, dtype=topics.dtype)
         block = np.empty((K, min(longest, BLOCK_ENTRIES // K)), dtype=topics.dtype)
         for d in range(lo_doc, hi_doc):
             lo = indptr[d]
             hi = indptr[d + 1]
             sweeps[d] = estep_document(indices[lo:hi], counts[lo:hi], topics, alpha, max_iter, tol,
-                                       accelerate, safe_norm, gamma[d], exp_elog_theta[d],
+                                       accelerate, safe_norm, start_theta, gamma[d], exp_elog_theta[d],
                                        token_weight[lo:hi], gammas, lanes, weight, block)
 
 
