@@ -85,6 +85,13 @@ def test_gibbs_statistics_deterministic_across_threads_and_blocks():
                                               int(seeds[d]))
         np.add.at(expected, local[a:b], hist)
     assert np.allclose(s1.word_topic, expected, rtol=1e-12)
+    # the per-entry scratch is reused from minibatch to minibatch: a step that ran a larger
+    # minibatch before gives the same statistics
+    local_step, half = Gibbs(seed=4), indptr[D // 2]
+    first = Rows(batch.rows[:D // 2], indptr[:D // 2 + 1], indices[:half], counts[:half])
+    local_step.statistics(batch, model)
+    again, _ = local_step.statistics(first, model)
+    assert np.array_equal(again.word_topic, Gibbs(seed=4).statistics(first, model)[0].word_topic)
     # another model step draws other numbers
     model.step += 1
     assert not np.array_equal(Gibbs(seed=4).statistics(batch, model)[0].word_topic, s1.word_topic)

@@ -11,8 +11,8 @@ from ..kernels import cvb0 as kernel
 from ..kernels.minibatch import distinct_words
 from ..kernels.topic_matrix import mean_topic_rows
 from ..stats import SufficientStats
-from .entries import (BLOCK_FLOATS, add_word_statistics, check_topics_rows, document_blocks,
-                      local_prior, n_chunks_for, sub_block)
+from .entries import (BLOCK_FLOATS, EntryBuffer, add_word_statistics, check_topics_rows,
+                      document_blocks, local_prior, n_chunks_for, sub_block)
 from .local import LocalResult
 
 
@@ -42,15 +42,7 @@ class CVB0:
         self.theta_tau = float(theta_tau)
         self.theta_kappa = float(theta_kappa)
         self.block_floats = int(block_floats)
-        self._entries = np.empty(0)
-
-    def _entry_buffer(self, n_entries, K):
-        """An n_entries x K scratch array for the per-entry vectors, reused from minibatch to
-        minibatch: a fresh one pays a page fault per 4 KiB on first touch, which took 40% of
-        the kernel's time on GCIDE minibatches (K=50)."""
-        if self._entries.shape[0] < n_entries * K:
-            self._entries = np.empty(n_entries * K)
-        return self._entries[:n_entries * K].reshape(n_entries, K)
+        self._entries = EntryBuffer()
 
     def estep_topics(self, model, words=None):
         """E[beta] rows (V' x K) for the given words (all when None): what eq. 5 multiplies by."""
@@ -89,7 +81,7 @@ class CVB0:
         gammas, passes, threads = [], [], 0
         for d0, d1 in document_blocks(batch.indptr, K, self.block_floats):
             ptr, idx, cnt = sub_block(batch.indptr, local, batch.counts, d0, d1)
-            entry_gamma = self._entry_buffer(idx.shape[0], K)
+            entry_gamma = self._entries.rows(idx.shape[0], K)
             g, s, t = self._run(ptr, idx, cnt, topics, prior, entry_gamma)
             add_word_statistics(idx, entry_gamma, word_topic)
             gammas.append(g)

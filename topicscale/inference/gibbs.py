@@ -12,7 +12,7 @@ import numpy as np
 from ..kernels import gibbs as kernel
 from ..kernels.minibatch import distinct_words
 from ..stats import SufficientStats
-from .entries import (BLOCK_FLOATS, add_word_statistics, check_topics_rows,
+from .entries import (BLOCK_FLOATS, EntryBuffer, add_word_statistics, check_topics_rows,
                       document_blocks, document_seeds, local_prior,
                       n_chunks_for, step_seed, sub_block)
 from .local import LocalResult
@@ -41,13 +41,15 @@ class Gibbs:
         self.burn_in = int(burn_in)
         self.seed = int(seed)
         self.block_floats = int(block_floats)
+        self._entries = EntryBuffer()
 
     def estep_topics(self, model, words=None):
         """The model's own local-step topics (LDA: exp(E[log beta])), rows V' x K."""
         return model.estep_topics(words)
 
     def run(self, indptr, indices, counts, topics, alpha, seeds, want_entries=False, want_z=False):
-        """Kernel call: (gamma, entry_topic or None, z or None, threads used)."""
+        """Kernel call: (gamma, entry_topic or None, z or None, threads used). entry_topic is
+        this local step's scratch, valid until its next call."""
         D, K = indptr.shape[0] - 1, topics.shape[1]
         counts = np.ascontiguousarray(counts, dtype=np.float64)
         whole = np.rint(counts)
@@ -59,7 +61,7 @@ class Gibbs:
         token_ptr = entry_ptr[indptr]
         n_chunks = n_chunks_for(D)
         gamma = np.empty((D, K))
-        entry_topic = np.empty((indices.shape[0] if want_entries else 0, K))
+        entry_topic = self._entries.rows(indices.shape[0] if want_entries else 0, K)
         z = np.empty(token_ptr[-1] if want_z else 0, dtype=np.int32)
         chunk_thread = np.full(n_chunks, -1, dtype=np.int64)
         kernel.gibbs_batch(indptr, indices, counts, token_ptr, np.ascontiguousarray(topics, dtype=np.float64),

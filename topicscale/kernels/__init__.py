@@ -5,23 +5,42 @@ another module (meanfield's sweep calls special's exp_dirichlet_lanes) would kee
 old code after only that module changed, as after a `git pull` in an editable install.
 Importing this package therefore drops every cached kernel when any kernel source changed
 since the caches were written (names, sizes and modification times of the sources, recorded in
-__pycache__/sources.stamp); the next call compiles afresh. Caches that NUMBA_CACHE_DIR sends
-elsewhere are not checked.
+sources.stamp beside the caches); the next call compiles afresh. Both places numba caches in
+are checked: __pycache__, and the folder for this package under NUMBA_CACHE_DIR when it is set.
+(Where neither can be written, numba caches in the user's cache folder, which is not checked.)
 """
+import hashlib
 import os
 from pathlib import Path
 
 STAMP_NAME = "sources.stamp"
 
 
+def cache_folders(directory):
+    """The folders numba caches the kernels of `directory` in: its __pycache__ and, when
+    NUMBA_CACHE_DIR is set, NUMBA_CACHE_DIR/<folder name>_<SHA-1 of its absolute path> (as
+    numba's _CacheLocator.get_suitable_cache_subpath names it)."""
+    directory = Path(directory).absolute()
+    folders = [directory / "__pycache__"]
+    user_dir = os.environ.get("NUMBA_CACHE_DIR")
+    if user_dir:
+        hashed = hashlib.sha1(str(directory).encode()).hexdigest()
+        folders.append(Path(user_dir).absolute() / f"{directory.name}_{hashed}")
+    return folders
+
+
 def drop_stale_caches(directory=Path(__file__).parent):
-    """Delete directory/__pycache__/*.nbi and *.nbc unless the recorded stamp of directory/*.py
-    is current, then record the current one; returns the number of files deleted. Does nothing
-    where the folder cannot be written (numba then caches in the user's cache folder)."""
+    """In each of cache_folders(directory), delete *.nbi and *.nbc unless the recorded stamp of
+    directory/*.py is current, then record the current one; returns the number of files
+    deleted. Skips a folder that cannot be written."""
     directory = Path(directory)
-    cache = directory / "__pycache__"
     stamp = "\n".join(f"{p.name} {st.st_size} {st.st_mtime_ns}"
                       for p in sorted(directory.glob("*.py")) for st in [p.stat()])
+    return sum(_drop_unless_stamped(cache, stamp) for cache in cache_folders(directory))
+
+
+def _drop_unless_stamped(cache, stamp):
+    """drop_stale_caches for one cache folder."""
     recorded = cache / STAMP_NAME
     try:
         if recorded.read_text() == stamp:
@@ -33,7 +52,7 @@ def drop_stale_caches(directory=Path(__file__).parent):
         for f in list(cache.glob("*.nbi")) + list(cache.glob("*.nbc")):
             f.unlink(missing_ok=True)
             deleted += 1
-        cache.mkdir(exist_ok=True)
+        cache.mkdir(parents=True, exist_ok=True)
         partial = cache / f".{STAMP_NAME}.{os.getpid()}.tmp"
         partial.write_text(stamp)
         partial.replace(recorded)
