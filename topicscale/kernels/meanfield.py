@@ -10,8 +10,8 @@ word's row is contiguous), or a point estimate of the topics when folding in exp
 
 phi is never stored: with norm_n = sum_k exp(E[log theta_dk]) B[w_n, k], the sufficient
 statistic sum_d c_dn phi_dnk = exp(E[log theta_dk]) B[w,k] c_n / norm_n, so the kernel
-returns the per-token weight r_n = c_n / norm_n and exp(E[log theta_d]), and the caller
-multiplies by B once per word of the minibatch (Hoffman's trick).
+returns the last sweep's per-token weight r_n = c_n / norm_n and exp(E[log theta_d]), and
+the caller multiplies by B once per word of the minibatch (Hoffman's trick).
 
 Kernels use numba's error_model="numpy": a float division never raises (none can divide by
 zero here: norms carry NORM_FLOOR), so loops with divisions have no per-element check and
@@ -175,9 +175,9 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_n
     (mean change over one sweep below tol), and every F counts against max_iter.
     start_theta is exp(E[log theta]) of the start gamma = 1 (the same for every document, so
     the first sweep skips it). gammas is a (3, K) float64 array (g0, g1, g2); lanes (2 x K),
-    start_theta, weight (at least n) and
-    block (K x m) have the precision of topics. When the document has n <= m distinct words,
-    its rows are copied into block[:, :n] topic-major (see token_weights). exp_elog_theta and
+    start_theta, weight (at least n) and block (K x m) have the precision of topics. When the
+    document has n <= m distinct words, its rows are copied into block[:, :n] topic-major (see
+    token_weights). exp_elog_theta and
     token_weight (float64) receive the last sweep's exp(E[log theta]) and token weights: those
     of the phi that gave the returned gamma (max_iter >= 1).
     """
