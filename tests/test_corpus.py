@@ -36,6 +36,44 @@ def test_shards_round_trip_and_gather_in_any_order(tmp_path):
     assert sum(b.n_docs for b in corpus.blocks(13)) == 57
 
 
+def test_read_slices_matches_numpy_slicing(tmp_path):
+    """The compiled pread gather against plain slicing: scattered, adjacent (read as one run),
+    empty and repeated slices, at a data offset, for int32 and float64; a slice past the end of
+    the file is reported by its index."""
+    import os
+    from topicscale.kernels.gather import read_slices
+    rng = np.random.default_rng(1)
+    for dtype in (np.int32, np.float64):
+        data = rng.integers(-1000, 1000, size=5000).astype(dtype)
+        path = tmp_path / f"{np.dtype(dtype).name}.bin"
+        path.write_bytes(b"header--" * 3 + data.tobytes())
+        starts = np.array([4000, 10, 13, 13, 0, 4990, 17, 2500], dtype=np.int64)
+        lengths = np.array([7, 3, 4, 0, 5, 10, 1, 2000], dtype=np.int64)
+        out_starts = np.zeros(len(starts), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=out_starts[1:])
+        out = np.full(lengths.sum(), -7, dtype=dtype)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert read_slices(fd, 24, starts, lengths, out, out_starts) == -1
+            expected = np.concatenate([data[a:a + n] for a, n in zip(starts, lengths)])
+            assert np.array_equal(out, expected)
+            past = np.array([0, 4995], dtype=np.int64), np.array([5, 6], dtype=np.int64)
+            assert read_slices(fd, 24, *past, np.empty(11, dtype=dtype), np.array([0, 5])) == 1
+        finally:
+            os.close(fd)
+
+
+def test_shard_cut_short_after_opening_names_the_file(tmp_path):
+    """A shard file truncated after the corpus checked it (another process rewrote it): the
+    read fails with the file's name, not with garbage or a crash."""
+    corpus, _ = small_corpus(tmp_path / "c")
+    corpus.rows([25])
+    path = tmp_path / "c" / "shard-00002.counts.npy"
+    path.write_bytes(path.read_bytes()[:-8])
+    with pytest.raises(InputError, match="shard-00002.counts.npy.*shorter than its header"):
+        corpus.rows([25, 29])
+
+
 def test_writer_error_leaves_nothing(tmp_path):
     with pytest.raises(RuntimeError):
         with CorpusWriter(tmp_path / "c", ["a"]) as w:

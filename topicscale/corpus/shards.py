@@ -58,18 +58,19 @@ def _data_offset(path):
 
 
 def _read_slices(path, offset, starts, lengths, out, out_starts):
-    """out[out_starts[i]:+lengths[i]] = elements starts[i]:+lengths[i] of the .npy file's data."""
-    size = out.itemsize
-    view = memoryview(out).cast("B")
+    """out[out_starts[i]:+lengths[i]] = elements starts[i]:+lengths[i] of the .npy file's data
+    (kernels.gather: compiled pread calls, imported here so that commands which never read
+    documents do not load numba)."""
+    from ..kernels.gather import read_slices
     fd = os.open(path, os.O_RDONLY)
     try:
-        for a, n, o in zip(starts.tolist(), lengths.tolist(), out_starts.tolist()):
-            want = n * size
-            got = os.preadv(fd, [view[o * size:o * size + want]], offset + a * size)
-            if got != want:
-                raise InputError(path, None, "shard file is shorter than its header says")
+        failed = read_slices(fd, offset, starts, lengths, out, out_starts)
     finally:
         os.close(fd)
+    if failed >= 0:
+        raise InputError(path, None, f"cannot read {lengths[failed]} elements at element "
+                         f"{starts[failed]}: the shard file is shorter than its header says, "
+                         "or unreadable")
 
 
 class CorpusWriter:

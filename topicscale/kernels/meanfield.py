@@ -177,9 +177,9 @@ def estep_document(ids, counts, topics, alpha, max_iter, tol, accelerate, safe_n
     the first sweep skips it). gammas is a (3, K) float64 array (g0, g1, g2); lanes (2 x K),
     start_theta, weight (at least n) and block (K x m) have the precision of topics. When the
     document has n <= m distinct words, its rows are copied into block[:, :n] topic-major (see
-    token_weights). exp_elog_theta and
-    token_weight (float64) receive the last sweep's exp(E[log theta]) and token weights: those
-    of the phi that gave the returned gamma (max_iter >= 1).
+    token_weights). exp_elog_theta and token_weight (float64) receive the last sweep's
+    exp(E[log theta]) and token weights: those of the phi that gave the returned gamma
+    (max_iter >= 1).
     """
     K = gamma.shape[0]
     n = ids.shape[0]
