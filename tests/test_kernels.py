@@ -378,6 +378,26 @@ def test_kept_column_totals_are_used_only_for_the_same_lambda_and_step():
     assert not model.is_finite()
 
 
+@pytest.mark.parametrize("kind", ["hdp", "ctm"])
+def test_hdp_and_ctm_finiteness_checks_every_parameter(kind):
+    """is_finite (the driver's divergence guard) sees a NaN anywhere in lambda and an infinity
+    in the other global parameters."""
+    from topicscale.models.ctm import CTMModel
+    from topicscale.models.hdp import HDPModel
+    vocab = [f"w{i}" for i in range(40)]
+    rng = np.random.default_rng(5)
+    model = (HDPModel.initial(vocab, 6, 1.0, 1.0, 0.01, rng) if kind == "hdp"
+             else CTMModel.initial(vocab, 6, 0.01, rng))
+    assert model.is_finite()
+    others = ("a", "b") if kind == "hdp" else ("mu0", "sigma0")
+    for name in ("lam",) + others:
+        original = getattr(model, name).copy()
+        getattr(model, name).flat[-1] = np.nan if name == "lam" else np.inf
+        assert not model.is_finite(), name
+        setattr(model, name, original)
+        assert model.is_finite()
+
+
 def test_column_sums_match_numpy_and_do_not_depend_on_threads():
     rng = np.random.default_rng(22)
     lam = rng.gamma(0.3, 1.0, size=(1001, 5))

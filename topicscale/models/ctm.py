@@ -160,7 +160,10 @@ class CTMModel:
         return out
 
     def is_finite(self):
-        return bool(np.all(np.isfinite(self.lam.sum(axis=0))) and np.all(np.isfinite(self.mu0))
+        """No infinite or NaN entry in lambda (checked through its column sums, a parallel pass),
+        mu0 or sigma0."""
+        from ..kernels.topic_matrix import column_sums          # imports numba: only when needed
+        return bool(np.all(np.isfinite(column_sums(self.lam))) and np.all(np.isfinite(self.mu0))
                     and np.all(np.isfinite(self.sigma0)))
 
     def stored(self):

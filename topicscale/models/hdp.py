@@ -186,7 +186,10 @@ class HDPModel:
                 "step": self.step, "docs_seen": self.docs_seen}
 
     def is_finite(self):
-        return bool(np.all(np.isfinite(self.lam.sum(axis=0))) and np.all(np.isfinite(self.a))
+        """No infinite or NaN entry in lambda (checked through its column sums, a parallel pass),
+        a or b."""
+        from ..kernels.topic_matrix import column_sums          # imports numba: only when needed
+        return bool(np.all(np.isfinite(column_sums(self.lam))) and np.all(np.isfinite(self.a))
                     and np.all(np.isfinite(self.b)))
 
     # ------------------------------------------------------------------ storage
