@@ -246,18 +246,22 @@ def run_worker_main(kind, spec_path):
 
 
 # ============================================================================ orchestrator
-def base_model(corpus, K, work, env, log, threads):
-    """A K-topic model fitted on MAX_DOCS documents with the shared settings (reused when
-    present), by the local step `fit` picks for a whole pass of the corpus (cvb0 on GCIDE: the
-    MAX_DOCS run alone makes too few updates for it), so that the step anatomy times what
-    training on the corpus runs."""
+def whole_pass_local(corpus):
+    """The local step `fit` picks for a whole pass of the corpus (cvb0 on GCIDE). The fits here
+    stop after MAX_DOCS documents, too few updates for that choice, so they pass it explicitly:
+    the step anatomy and the profile then time what training on the corpus runs."""
     from topicscale.runs import default_local
-    local = default_local({"model": "lda", "algorithm": "svi", "corpus": corpus["train"], "passes": 1,
-                           "max_docs": None, "batch_size": SETTINGS["batch_size"]})
+    return default_local({"model": "lda", "algorithm": "svi", "corpus": corpus["train"], "passes": 1,
+                          "max_docs": None, "batch_size": SETTINGS["batch_size"]})
+
+
+def base_model(corpus, K, work, env, log, threads):
+    """A K-topic model fitted on MAX_DOCS documents with the shared settings and
+    whole_pass_local's local step (reused when present)."""
     out = Path(work) / "models" / f"{corpus['name']}-k{K}-1pass"
     cmd = topicscale_command() + [
         "fit", corpus["train"], "-k", str(K), "--batch-size", str(SETTINGS["batch_size"]), "--passes", "1",
-        "--max-docs", str(MAX_DOCS), "--local", local,
+        "--max-docs", str(MAX_DOCS), "--local", whole_pass_local(corpus),
         "--kappa", "0.7", "--tau", "10", "--alpha", repr(1.0 / K), "--eta", "0.01", "--max-iter", "100",
         "--tol", "0.001", "--threads", str(threads), "--seed", "0", "--quiet", "--json", "--force", "-o", str(out)]
     stamp = out / "bench-recipe.json"
@@ -278,7 +282,7 @@ def pyspy_profile(corpus, K, work, env, log, threads, rate=250):
     model = Path(work) / "models" / f"profile-{corpus['name']}-k{K}"
     fit = topicscale_command() + [
         "fit", corpus["train"], "-k", str(K), "--batch-size", str(SETTINGS["batch_size"]), "--passes", "1",
-        "--max-docs", str(MAX_DOCS),
+        "--max-docs", str(MAX_DOCS), "--local", whole_pass_local(corpus),
         "--kappa", "0.7", "--tau", "10", "--alpha", repr(1.0 / K), "--eta", "0.01", "--threads", str(threads),
         "--seed", "0", "--quiet", "--json", "--force", "-o", str(model)]
     # Python frames only: py-spy cannot unwind numba's JIT-compiled frames (with --native it
@@ -534,7 +538,8 @@ def render(r):
                                            for k in keys) + " |")
         L.append("")
     for key, p in r["profiles"].items():
-        L.append(f"### py-spy profile of a whole `topicscale fit` ({key}, one pass, {s['threads']} threads)")
+        L.append(f"### py-spy profile of a whole `topicscale fit` ({key}, {MAX_DOCS:,} documents, "
+                 f"the local step of a whole pass, {s['threads']} threads)")
         L.append("")
         if "skipped" in p:
             L.append(f"skipped: {p['skipped']}")
