@@ -59,6 +59,8 @@ def test_read_slices_matches_numpy_slicing(tmp_path):
             assert np.array_equal(out, expected)
             past = np.array([0, 4995], dtype=np.int64), np.array([5, 6], dtype=np.int64)
             assert read_slices(fd, 24, *past, np.empty(11, dtype=dtype), np.array([0, 5])) == 1
+            with pytest.raises(IndexError):       # never writes past the output
+                read_slices(fd, 24, starts, lengths, out[:-1], out_starts)
         finally:
             os.close(fd)
 

@@ -45,6 +45,8 @@ def read_slices(fd, offset, starts, lengths, out, out_starts):
         while (j < n and starts[j] == starts[j - 1] + lengths[j - 1]
                and out_starts[j] == out_starts[j - 1] + lengths[j - 1]):
             j += 1
+        if out_starts[i] < 0 or out_starts[j - 1] + lengths[j - 1] > out.shape[0]:
+            raise IndexError("read_slices: a slice falls outside the output array")
         want = (out_starts[j - 1] + lengths[j - 1] - out_starts[i]) * size
         position = offset + starts[i] * size
         done = 0
