@@ -398,6 +398,25 @@ def test_hdp_and_ctm_finiteness_checks_every_parameter(kind):
         assert model.is_finite()
 
 
+def test_mean_topic_rows_equal_numpy_gather_and_division_bit_for_bit():
+    """E[beta] rows for a minibatch's words (divided_rows: one parallel pass) against numpy's
+    lam[words] / totals, for repeated and unsorted words, with 1 and 2 threads; all rows when
+    words is None; a word id out of range is refused."""
+    rng = np.random.default_rng(8)
+    lam = rng.gamma(0.5, 2.0, size=(300, 7))
+    totals = lam.sum(axis=0)
+    words = np.array([299, 0, 17, 17, 150, 3], dtype=np.int64)
+    for threads in (1, 2):
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        assert np.array_equal(topic_matrix.mean_topic_rows(lam, words, totals), lam[words] / totals[None, :])
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert np.array_equal(topic_matrix.mean_topic_rows(lam, list(words[:2]), totals), lam[[299, 0]] / totals)
+    assert np.array_equal(topic_matrix.mean_topic_rows(lam), lam / topic_matrix.column_sums(lam)[None, :])
+    assert topic_matrix.mean_topic_rows(lam, np.zeros(0, dtype=np.int64), totals).shape == (0, 7)
+    with pytest.raises(IndexError):
+        topic_matrix.mean_topic_rows(lam, [300], totals)
+
+
 def test_column_sums_match_numpy_and_do_not_depend_on_threads():
     rng = np.random.default_rng(22)
     lam = rng.gamma(0.3, 1.0, size=(1001, 5))

@@ -84,10 +84,30 @@ def column_sums(lam):
     return _add_blocks(partial)
 
 
+@njit(parallel=True, cache=True)
+def divided_rows(lam, words, totals, out):
+    """out[j, k] = lam[words[j], k] / totals[k]: the gather and the division in one parallel pass
+    (numpy's lam[words] / totals made two, each into a new V' x K array); IEEE division, so
+    the values are numpy's."""
+    K = lam.shape[1]
+    for j in prange(words.shape[0]):
+        row = lam[words[j]]
+        dst = out[j]
+        for k in range(K):
+            dst[k] = row[k] / totals[k]
+
+
 def mean_topic_rows(lam, words=None, totals=None):
     """E[beta] rows: lam[w, k] / sum_v lam[v, k] for the given words (all when None), V' x K;
     totals, when given, are lam's column sums. As a local step's topics this is the
     zeroth-order plug-in of CVB0 (SCVB0 paper, eq. 5: (N^Phi_wk + eta) / (N^Z_k + V eta) when
     lam = N^Phi + eta)."""
-    rows = lam if words is None else lam[words]
-    return rows / (column_sums(lam) if totals is None else totals)[None, :]
+    totals = column_sums(lam) if totals is None else totals
+    if words is None:
+        return lam / totals[None, :]
+    words = np.asarray(words, dtype=np.int64)
+    if words.shape[0] and (words.min() < 0 or words.max() >= lam.shape[0]):
+        raise IndexError(f"word ids must be in 0..{lam.shape[0] - 1}")
+    out = np.empty((words.shape[0], lam.shape[1]))
+    divided_rows(np.ascontiguousarray(lam), words, np.ascontiguousarray(totals, dtype=np.float64), out)
+    return out
