@@ -258,15 +258,20 @@ def whole_pass_local(corpus):
                           "max_docs": None, "batch_size": SETTINGS["batch_size"]})
 
 
-def base_model(corpus, K, work, env, log, threads):
-    """A K-topic model fitted on MAX_DOCS documents with the shared settings and
-    whole_pass_local's local step (reused when present)."""
-    out = Path(work) / "models" / f"{corpus['name']}-k{K}-1pass"
-    cmd = topicscale_command() + [
+def fit_command(corpus, K, threads, out):
+    """`topicscale fit` of a K-topic model on MAX_DOCS documents of the corpus, with the shared
+    settings and whole_pass_local's local step, into `out`."""
+    return topicscale_command() + [
         "fit", corpus["train"], "-k", str(K), "--batch-size", str(SETTINGS["batch_size"]), "--passes", "1",
         "--max-docs", str(MAX_DOCS), "--local", whole_pass_local(corpus),
         "--kappa", "0.7", "--tau", "10", "--alpha", repr(1.0 / K), "--eta", "0.01", "--max-iter", "100",
         "--tol", "0.001", "--threads", str(threads), "--seed", "0", "--quiet", "--json", "--force", "-o", str(out)]
+
+
+def base_model(corpus, K, work, env, log, threads):
+    """The model fit_command fits (reused when present, with the same command)."""
+    out = Path(work) / "models" / f"{corpus['name']}-k{K}-1pass"
+    cmd = fit_command(corpus, K, threads, out)
     stamp = out / "bench-recipe.json"
     if not ((out / "model.npz").is_file() and stamp.is_file() and json.loads(stamp.read_text()) == cmd[1:]):
         run(cmd, env, f"fit base model {out.name}", log)
@@ -275,7 +280,7 @@ def base_model(corpus, K, work, env, log, threads):
 
 
 def pyspy_profile(corpus, K, work, env, log, threads, rate=250):
-    """py-spy samples a whole `topicscale fit` (one pass); returns the aggregated profile."""
+    """py-spy samples a whole fit_command run; returns the aggregated profile."""
     pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(pyspy).exists():
         return {"skipped": "py-spy is not installed (pip install py-spy)"}
@@ -283,11 +288,7 @@ def pyspy_profile(corpus, K, work, env, log, threads, rate=250):
     out_dir.mkdir(parents=True, exist_ok=True)
     raw = out_dir / f"pyspy-{corpus['name']}-k{K}.txt"
     model = Path(work) / "models" / f"profile-{corpus['name']}-k{K}"
-    fit = topicscale_command() + [
-        "fit", corpus["train"], "-k", str(K), "--batch-size", str(SETTINGS["batch_size"]), "--passes", "1",
-        "--max-docs", str(MAX_DOCS), "--local", whole_pass_local(corpus),
-        "--kappa", "0.7", "--tau", "10", "--alpha", repr(1.0 / K), "--eta", "0.01", "--threads", str(threads),
-        "--seed", "0", "--quiet", "--json", "--force", "-o", str(model)]
+    fit = fit_command(corpus, K, threads, model)
     # Python frames only: py-spy cannot unwind numba's JIT-compiled frames (with --native it
     # attributes them to unrelated libpython symbols), so the kernel's inside is split by the
     # what-if variants and the step anatomy instead.
