@@ -15,7 +15,8 @@ For each corpus and K:
      document) is timed too, against the float64 roofline with the same 2 passes;
   3. the roofline: a numba gather-and-multiply-add loop over the same minibatches, the same topic
      matrix (word-major V' x K, rows gathered by word id, float32 and float64) and the same number
-     of sweeps per document (kernels_whatif.roofline_axpy), with 1 and 2 threads; also the "fused" loop that
+     of sweeps per document (kernels_whatif.roofline_axpy, which prefetches rows 4 words ahead in its first
+     sweep as CVB0's kernel does), with 1 and 2 threads; also the "fused" loop that
      does the E-step's two multiply-adds per update and nothing else (roofline_fused);
   4. what-if variants of the sweep (kernels_whatif) that show what the digamma, the unvectorised
      dot product and float64 cost;
@@ -99,7 +100,7 @@ def worker_measure(spec):
             local.fit(b["indptr"], b["indices"], b["counts"], b["topics"], b["alpha"],
                       b["topics32"] if single else None)
 
-    def make(fn, use32=False, with_alpha=True, sweeps="sweeps"):
+    def make(fn, use32=False, with_alpha=True, sweeps="sweeps", **options):
         def go(threads):
             n_chunks = max(1, 4 * threads)
             out = np.zeros(n_chunks)
@@ -108,7 +109,7 @@ def worker_measure(spec):
                 if with_alpha:
                     fn(b["indptr"], b["indices"], b["counts"], topics, b["alpha"], b[sweeps], n_chunks, out)
                 else:
-                    fn(b["indptr"], b["indices"], b["counts"], topics, b[sweeps], n_chunks, out)
+                    fn(b["indptr"], b["indices"], b["counts"], topics, b[sweeps], n_chunks, out, **options)
         return go
 
     # CVB0's document step (the default local step on short documents): a fixed burn_in + 1
@@ -130,9 +131,11 @@ def worker_measure(spec):
         "estep": lambda threads: run_estep(True),
         "cvb0": run_cvb0,
         "roofline_axpy_cvb0": make(kw.roofline_axpy, with_alpha=False, sweeps="passes"),
+        "roofline_axpy_cvb0_noprefetch": make(kw.roofline_axpy, with_alpha=False, sweeps="passes", ahead=0),
         "estep_double": lambda threads: run_estep(False),
         "roofline_axpy32": make(kw.roofline_axpy, use32=True, with_alpha=False),
         "roofline_axpy": make(kw.roofline_axpy, with_alpha=False),
+        "roofline_axpy_noprefetch": make(kw.roofline_axpy, with_alpha=False, ahead=0),
         "roofline_fused": make(kw.roofline_fused, with_alpha=False),
         "sweep_nodigamma": make(kw.sweep_nodigamma),
         "sweep_fastdigamma": make(kw.sweep_fastdigamma),
@@ -160,7 +163,8 @@ def worker_measure(spec):
                 variants[name](t)
                 times[f"{name}@{t}"].append(time.perf_counter() - t0)
     return {"K": K, "docs": docs, "batches": len(batches), "updates": updates,
-            "updates_by_variant": {"cvb0": cvb0_updates, "roofline_axpy_cvb0": cvb0_updates},
+            "updates_by_variant": {"cvb0": cvb0_updates, "roofline_axpy_cvb0": cvb0_updates,
+                                   "roofline_axpy_cvb0_noprefetch": cvb0_updates},
             "mean_sweeps": float(np.mean(np.concatenate([b["sweeps"] for b in batches]))),
             "mean_distinct_words": float(np.mean(np.concatenate([np.diff(b["indptr"]) for b in batches]))),
             "local_words_per_batch": [b["words"] for b in batches],
@@ -428,6 +432,9 @@ def summarize_case(r, threads):
     cvb0, cvb0_roof = row["per"].get(f"cvb0@{threads}"), row["per"].get(f"roofline_axpy_cvb0@{threads}")
     if cvb0 and cvb0_roof:
         row["efficiency_cvb0"] = cvb0["per_second"] / cvb0_roof["per_second"]
+    plain_roof = row["per"].get(f"roofline_axpy_cvb0_noprefetch@{threads}")
+    if cvb0 and plain_roof:
+        row["efficiency_cvb0_noprefetch"] = cvb0["per_second"] / plain_roof["per_second"]
     return row
 
 
@@ -454,7 +461,8 @@ def render(r):
              "product phi-normaliser and one in the gamma accumulator). **Roofline** = the same minibatches, "
              "the same word-major topic matrix and the same sweeps per document through a numba "
              "gather-and-multiply-add loop (`kernels_whatif.roofline_axpy`: one gathered row, K multiply-adds "
-             "per word and sweep, fastmath); its rate is in multiply-adds/s. Training runs the E-step in single "
+             "per word and sweep, fastmath; in the first sweep it prefetches the row 4 words ahead, as CVB0's "
+             "kernel does); its rate is in multiply-adds/s. Training runs the E-step in single "
              "precision (float32 topic rows; `fit --precision single`, the default) and is measured against "
              "the float32 roofline; eval and infer run it in double, measured against the float64 roofline.")
     L.append("")
@@ -486,22 +494,27 @@ def render(r):
     L.append("")
     L.append("CVB0's document step (`--local cvb0`, the default local step for short documents and many "
              "updates; float64, burn-in 1, so 2 passes over each document's words; 1 token-topic update = one "
-             "topic of one distinct word in one pass) against the float64 roofline run with the same 2 passes:")
+             "topic of one distinct word in one pass) against the float64 roofline run with the same 2 passes. "
+             "The kernel prefetches the topic rows of the words 4 ahead in its first pass (it waited on "
+             "memory for them on GCIDE's vocabulary); the roofline does the same, and the last two columns "
+             "give the roofline without it, as earlier runs measured it:")
     L.append("")
-    L.append(f"| corpus / K | CVB0 G updates/s/core ({thr} thr) | roofline float64, 2 passes | efficiency |")
-    L.append("|---|---:|---:|---:|")
+    L.append(f"| corpus / K | CVB0 G updates/s/core ({thr} thr) | roofline float64, 2 passes | efficiency | "
+             "roofline without prefetch | efficiency against it |")
+    L.append("|---|---:|---:|---:|---:|---:|")
     for key, c in r["cases"].items():
         per = c["per"]
         if f"cvb0@{thr}" not in per:
             continue
         rate = lambda n: f"{per[f'{n}@{thr}']['per_second_per_core'] / 1e9:.3f}" if f"{n}@{thr}" in per else "-"
         L.append(f"| {key} | {rate('cvb0')} | {rate('roofline_axpy_cvb0')} | "
-                 f"{100 * c.get('efficiency_cvb0', float('nan')):.0f}% |")
+                 f"{100 * c.get('efficiency_cvb0', float('nan')):.0f}% | {rate('roofline_axpy_cvb0_noprefetch')} | "
+                 f"{100 * c.get('efficiency_cvb0_noprefetch', float('nan')):.0f}% |")
     L.append("")
     L.append("### Where the kernel's time goes (what-if variants, same sweeps, 2 threads; G updates/s/core)")
     L.append("")
     names = ["estep", "estep_double", "sweep_nodigamma", "sweep_fastdigamma", "sweep_lanes8", "sweep_fastmath",
-             "sweep_f32", "roofline_fused", "roofline_axpy", "roofline_axpy32"]
+             "sweep_f32", "roofline_fused", "roofline_axpy", "roofline_axpy_noprefetch", "roofline_axpy32"]
     desc = {"sweep_lanes8": "fast digamma + 8-lane fixed-order dot product (no fastmath; same result everywhere)",
             "estep": "topicscale MeanField.fit in single precision (what training runs)",
             "estep_double": "topicscale MeanField.fit in double (eval, infer, --precision double)",
@@ -511,6 +524,7 @@ def render(r):
             "sweep_f32": "+ float32 topics and accumulators",
             "roofline_fused": "bare arithmetic: dot + division + axpy per word (fastmath)",
             "roofline_axpy": "roofline: gather + axpy per word (fastmath), float64",
+            "roofline_axpy_noprefetch": "the same roofline without the prefetch, float64",
             "roofline_axpy32": "roofline: gather + axpy per word (fastmath), float32"}
     L.append("| variant | " + " | ".join(r["cases"].keys()) + " |")
     L.append("|---|" + "---:|" * len(r["cases"]))

@@ -8,7 +8,9 @@ is the same count of token-topic updates: sum_d (distinct words of d) x sweeps_d
 
 roofline_axpy   for each sweep, for each word: acc += c_w * B[w, :]   (1 gathered row, K multiply-adds)
                 -- the "gather a row by word id and multiply-add into a K-vector" loop; fastmath;
-                in the precision of B (float64, or float32 for the single-precision E-step).
+                in the precision of B (float64, or float32 for the single-precision E-step). In the
+                first sweep it prefetches the row `ahead` words on (as CVB0's kernel does; 0: none):
+                on GCIDE at K=50 with 2 passes that made it about 25% faster.
 roofline_fused  for each sweep, for each word: n = B[w, :] . x ; acc += (c_w / n) * B[w, :]
                 (2 multiply-adds per update and a division per word: the E-step's arithmetic with
                 nothing else), fastmath so the dot product vectorises.
@@ -26,19 +28,25 @@ are given), and their results are not used.
 import numpy as np
 from numba import njit, prange
 
+from topicscale.kernels.cvb0 import PREFETCH_AHEAD
+from topicscale.kernels.prefetch import prefetch_row
+
 FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}      # fastmath without nnan / ninf
 
 
 @njit(parallel=True, fastmath=True, cache=True)
-def roofline_axpy(indptr, indices, counts, topics, sweeps, n_chunks, out):
+def roofline_axpy(indptr, indices, counts, topics, sweeps, n_chunks, out, ahead=PREFETCH_AHEAD):
     D = indptr.shape[0] - 1
     K = topics.shape[1]
     for c in prange(n_chunks):
         acc = np.zeros(K, dtype=topics.dtype)
         w = np.empty(1, dtype=topics.dtype)         # the weight in the precision of the rows
         for d in range(c * D // n_chunks, (c + 1) * D // n_chunks):
+            lo, hi = indptr[d], indptr[d + 1]
             for s in range(sweeps[d]):
-                for j in range(indptr[d], indptr[d + 1]):
+                for j in range(lo, hi):
+                    if s == 0 and ahead > 0 and j + ahead < hi:
+                        prefetch_row(topics, indices[j + ahead])
                     row = topics[indices[j]]
                     w[0] = counts[j] * 1e-3
                     wj = w[0]

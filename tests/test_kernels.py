@@ -429,3 +429,24 @@ def test_column_sums_match_numpy_and_do_not_depend_on_threads():
     np.testing.assert_allclose(sums[0], lam.sum(axis=0), rtol=1e-13)
     lam[17, 3] = np.inf
     assert not np.isfinite(topic_matrix.column_sums(lam)[3])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_prefetch_row_emits_prefetches_and_changes_nothing(dtype, index_type):
+    """The hint CVB0's kernel gives before it gathers a row: it compiles to llvm.prefetch calls
+    (else the kernel silently loses its memory overlap) and leaves the matrix and results alone."""
+    from topicscale.kernels.prefetch import prefetch_row
+
+    @njit
+    def touch(matrix, i):
+        prefetch_row(matrix, i)
+        return matrix[i].sum()
+
+    matrix = np.arange(7 * 50, dtype=dtype).reshape(7, 50)
+    before = matrix.copy()
+    for i in range(7):
+        assert touch(matrix, index_type(i)) == matrix[i].sum()
+    assert np.array_equal(matrix, before)
+    llvm = next(iter(touch.inspect_llvm().values()))
+    assert "@llvm.prefetch" in llvm

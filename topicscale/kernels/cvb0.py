@@ -18,15 +18,21 @@ gamma = alpha + n_theta after the final pass.
 
 Speed (the default local step on short documents, so the training hot path there): the step
 sizes rho_t come from a table over integer t (every count is an integer), built once per call, so
-no word pays a pow; keep = 1 - rho for m_p = 1; the normaliser is summed in four partial sums
-and g is scaled by one reciprocal, so the loops over topics vectorise.
+no word pays a pow; keep = 1 - rho for m_p = 1; the normaliser is summed in four partial sums,
+so the loops over topics vectorise. On a large vocabulary the step waits on memory for each
+word's topic row; the first pass prefetches the rows PREFETCH_AHEAD words ahead, and the next
+document's first rows while a document runs (GCIDE, K=50: 0.80 -> 0.50 ms a minibatch).
 """
 import numpy as np
 from numba import njit, prange, get_thread_id
 
+from .prefetch import prefetch_row
+
 # step sizes rho_t are tabulated for t below this (a document's tokens times its passes); beyond
 # it, or for a count that is not an integer, rho_t is computed where it is needed
 STEP_TABLE_MAX = 1 << 16
+# words ahead whose topic rows the first pass prefetches
+PREFETCH_AHEAD = 4
 
 
 @njit(cache=True, nogil=True)
@@ -72,6 +78,8 @@ def cvb0_document(ids, counts, topics, alpha, burn_in, s, tau, kappa, steps, n_t
     for sweep in range(burn_in + 1):
         final = sweep == burn_in
         for p in range(n):
+            if sweep == 0 and p + PREFETCH_AHEAD < n:
+                prefetch_row(topics, ids[p + PREFETCH_AHEAD])
             m = counts[p]
             norm = prior_weighted_row(topics[ids[p]], n_theta, alpha, g)
             if not norm > 0.0:                      # the word has no mass under any topic: g = 1/K
@@ -91,6 +99,13 @@ def cvb0_document(ids, counts, topics, alpha, burn_in, s, tau, kappa, steps, n_t
                 for k in range(K):
                     out[k] = scale * g[k]
     return burn_in + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def prefetch_first_rows(indices, lo, hi, topics):
+    """Prefetch the topic rows of a document's first PREFETCH_AHEAD words (entries lo:hi)."""
+    for p in range(lo, min(hi, lo + PREFETCH_AHEAD)):
+        prefetch_row(topics, indices[p])
 
 
 @njit(parallel=True, cache=True)
@@ -117,9 +132,14 @@ def cvb0_batch(indptr, indices, counts, topics, alpha, burn_in, s, tau, kappa, n
     for c in prange(n_chunks):
         chunk_thread[c] = get_thread_id()
         g = np.empty(K)
-        for d in range(c * D // n_chunks, (c + 1) * D // n_chunks):
+        first, last = c * D // n_chunks, (c + 1) * D // n_chunks
+        if first < last:
+            prefetch_first_rows(indices, indptr[first], indptr[first + 1], topics)
+        for d in range(first, last):
             lo = indptr[d]
             hi = indptr[d + 1]
+            if d + 1 < last:
+                prefetch_first_rows(indices, hi, indptr[d + 2], topics)
             row = gamma[d]
             passes[d] = cvb0_document(indices[lo:hi], counts[lo:hi], topics, alpha, burn_in, s, tau,
                                       kappa, steps, row, g, entry_gamma[lo:hi], want)
