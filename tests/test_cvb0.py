@@ -110,3 +110,28 @@ def test_cvb0_same_result_with_one_and_two_threads():
     (s1, r1), (s2, r2) = out
     assert r1.threads_used == 1 and r2.threads_used == 2
     assert np.array_equal(s1.word_topic, s2.word_topic) and np.array_equal(r1.gamma, r2.gamma)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_word_statistics_overwrite_the_first_block_and_add_the_rest(threads):
+    """add_word_statistics sums per-entry vectors per word in document order; the first block
+    overwrites (its output comes from np.empty: words without entries there must become 0)."""
+    from topicscale.inference.entries import add_word_statistics
+    rng = np.random.default_rng(threads)
+    n_local, K = 30, 7
+    first_ids = rng.integers(0, n_local // 2, size=40).astype(np.int32)   # half the words absent
+    later_ids = rng.integers(0, n_local, size=25).astype(np.int32)
+    first_rows, later_rows = rng.random((40, K)), rng.random((25, K))
+    expected = np.zeros((n_local, K))
+    for ids, rows in ((first_ids, first_rows), (later_ids, later_rows)):
+        for i, j in enumerate(ids):
+            expected[j] += rows[i]
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        out = np.full((n_local, K), np.nan)
+        add_word_statistics(first_ids, first_rows, out, first_block=True)
+        add_word_statistics(later_ids, later_rows, out, first_block=False)
+    finally:
+        numba.set_num_threads(before)
+    assert np.array_equal(out, expected)

@@ -43,6 +43,12 @@ class CVB0:
         self.theta_kappa = float(theta_kappa)
         self.block_floats = int(block_floats)
         self._entries = EntryBuffer()
+        self._steps = None                  # kernel.step_table of the document schedule, once
+
+    def _step_table(self):
+        if self._steps is None:
+            self._steps = kernel.step_table(self.theta_s, self.theta_tau, self.theta_kappa)
+        return self._steps
 
     def estep_topics(self, model, words=None):
         """E[beta] rows (V' x K) for the given words (all when None): what eq. 5 multiplies by."""
@@ -58,8 +64,8 @@ class CVB0:
                           np.ascontiguousarray(counts, dtype=np.float64),
                           np.ascontiguousarray(topics, dtype=np.float64),
                           np.ascontiguousarray(alpha, dtype=np.float64), self.burn_in, self.theta_s,
-                          self.theta_tau, self.theta_kappa, n_chunks, gamma, entry_gamma, passes,
-                          chunk_thread)
+                          self.theta_tau, self.theta_kappa, self._step_table(), n_chunks, gamma,
+                          entry_gamma, passes, chunk_thread)
         return gamma, passes, len(np.unique(chunk_thread[chunk_thread >= 0]))
 
     def fit(self, indptr, indices, counts, topics, alpha):
@@ -77,13 +83,13 @@ class CVB0:
         topics = (self.estep_topics(model, words) if topics is None
                   else check_topics_rows(topics, words.shape[0], K))
         prior = local_prior(model)
-        word_topic = np.zeros((words.shape[0], K))
+        word_topic = np.empty((words.shape[0], K))      # the first block overwrites it
         gammas, passes, threads = [], [], 0
-        for d0, d1 in document_blocks(batch.indptr, K, self.block_floats):
+        for b, (d0, d1) in enumerate(document_blocks(batch.indptr, K, self.block_floats)):
             ptr, idx, cnt = sub_block(batch.indptr, local, batch.counts, d0, d1)
             entry_gamma = self._entries.rows(idx.shape[0], K)
             g, s, t = self._run(ptr, idx, cnt, topics, prior, entry_gamma)
-            add_word_statistics(idx, entry_gamma, word_topic)
+            add_word_statistics(idx, entry_gamma, word_topic, first_block=b == 0)
             gammas.append(g)
             passes.append(s)
             threads = max(threads, t)

@@ -100,13 +100,13 @@ class Gibbs:
             seed = self.minibatch_seed(model)
         seeds = document_seeds(seed, batch.rows)
         prior = local_prior(model)
-        word_topic = np.zeros((words.shape[0], K))
+        word_topic = np.empty((words.shape[0], K))      # the first block overwrites it
         gammas, threads = [], 0
-        for d0, d1 in document_blocks(batch.indptr, K, self.block_floats):
+        for b, (d0, d1) in enumerate(document_blocks(batch.indptr, K, self.block_floats)):
             ptr, idx, cnt = sub_block(batch.indptr, local, batch.counts, d0, d1)
             g, entry_topic, _, t = self.run(ptr, idx, cnt, topics, prior, seeds[d0:d1],
                                             want_entries=True)
-            add_word_statistics(idx, entry_topic, word_topic)
+            add_word_statistics(idx, entry_topic, word_topic, first_block=b == 0)
             gammas.append(g)
             threads = max(threads, t)
         stats = SufficientStats(words, word_topic, batch.n_docs, batch.n_tokens)
