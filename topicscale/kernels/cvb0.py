@@ -99,14 +99,17 @@ def cvb0_document(ids, counts, topics, alpha, burn_in, s, tau, kappa, steps, n_t
             rho = steps[step] if step == t and step < steps.shape[0] else step_size(s, tau, kappa, t)
             keep = 1.0 - rho if m == 1.0 else (1.0 - rho) ** m
             scale = length * (1.0 - keep) / norm
-            for k in range(K):
-                n_theta[k] = keep * n_theta[k] + scale * g[k]
             t += m
-            if final and want_entries:
+            if final and want_entries:             # the update and the statistic in one loop
                 out = entry_gamma[p]
-                scale = m / norm
+                share = m / norm
                 for k in range(K):
-                    out[k] = scale * g[k]
+                    gk = g[k]
+                    n_theta[k] = keep * n_theta[k] + scale * gk
+                    out[k] = share * gk
+            else:
+                for k in range(K):
+                    n_theta[k] = keep * n_theta[k] + scale * g[k]
     return burn_in + 1
 
 
