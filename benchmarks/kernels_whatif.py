@@ -8,9 +8,10 @@ is the same count of token-topic updates: sum_d (distinct words of d) x sweeps_d
 
 roofline_axpy   for each sweep, for each word: acc += c_w * B[w, :]   (1 gathered row, K multiply-adds)
                 -- the "gather a row by word id and multiply-add into a K-vector" loop; fastmath;
-                in the precision of B (float64, or float32 for the single-precision E-step). In the
-                first sweep it prefetches the row `ahead` words on (as CVB0's kernel does; 0: none):
-                on GCIDE at K=50 with 2 passes that made it about 25% faster.
+                in the precision of B (float64, or float32 for the single-precision E-step). With
+                ahead > 0 it prefetches, in the first sweep, the row `ahead` words on, as CVB0's
+                kernel does (PREFETCH_AHEAD); whether that helps the loop depends on the run, so
+                bench_kernel times both and takes the faster as the roofline.
 roofline_fused  for each sweep, for each word: n = B[w, :] . x ; acc += (c_w / n) * B[w, :]
                 (2 multiply-adds per update and a division per word: the E-step's arithmetic with
                 nothing else), fastmath so the dot product vectorises.
@@ -35,7 +36,7 @@ FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}      # fastmath without nna
 
 
 @njit(parallel=True, fastmath=True, cache=True)
-def roofline_axpy(indptr, indices, counts, topics, sweeps, n_chunks, out, ahead=PREFETCH_AHEAD):
+def roofline_axpy(indptr, indices, counts, topics, sweeps, n_chunks, out, ahead=0):
     D = indptr.shape[0] - 1
     K = topics.shape[1]
     for c in prange(n_chunks):
