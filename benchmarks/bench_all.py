@@ -99,9 +99,13 @@ def summarize(out):
                     f"double against float64: {100 * c.get('efficiency_double', float('nan')):.0f}%)",
                     c["efficiency"] >= 0.30, "kernel.md")
             if "efficiency_cvb0" in c:
+                # judged where `fit` trains with CVB0 (the anatomy records the base model's local step)
+                trained = kernel.get("anatomy", {}).get(key, {}).get("local")
                 add(f"{key}: CVB0 document step (the default local step on short documents) updates/s >= 30% "
-                    "of roofline multiply-adds/s (2 threads; float64, against the float64 roofline)",
-                    f"{100 * c['efficiency_cvb0']:.0f}%", c["efficiency_cvb0"] >= 0.30, "kernel.md")
+                    "of roofline multiply-adds/s (2 threads; float64, against the float64 roofline)"
+                    + ("" if trained in (None, "cvb0") else f" (no target: {key.split('/')[0]} trains with {trained})"),
+                    f"{100 * c['efficiency_cvb0']:.0f}%",
+                    c["efficiency_cvb0"] >= 0.30 if trained in (None, "cvb0") else None, "kernel.md")
             if "thread_speedup" in c:
                 add(f"{key}: E-step 2 threads >= 1.7x 1 thread (median of {kernel['settings']['repeats']})",
                     f"{c['thread_speedup']:.2f}x (roofline loop: {c.get('roofline_thread_speedup', float('nan')):.2f}x)",
