@@ -1,7 +1,8 @@
-"""What a lazily scaled global step would save: the SVI update and the per-minibatch topic
+"""What the lazily scaled global step saves: the SVI update and the per-minibatch topic
 preparation, dense over all V x K entries of lambda (in numpy, as topicscale did them until
-2026-11-24, and in the parallel numba kernels of topicscale.kernels.topic_matrix it ships now)
-against a representation that touches only the minibatch's words.
+2026-11-24, and in the parallel numba kernels of topicscale.kernels.topic_matrix, as LDAModel did
+until 2026-11-25 and HDP still does) against a representation that touches only the minibatch's
+words (what LDAModel does since; this benchmark keeps its own copy of both).
 
     python benchmarks/bench_globalstep.py [--corpus gcide] [--topics 200] [--steps 60]
 

@@ -236,8 +236,9 @@ def worker_anatomy(spec):
                            ("transpose minibatch (argsort, bincount)", t4, t5),
                            ("statistics kernel + scaling (word_topic_statistics; cvb0: CVB0.statistics, its "
                             "kernel and the per-word sums)", t5, t6),
-                           ("global step (LDAModel.update_topics: lambda <- (1 - rho) lambda + rho eta on all V x K, "
-                            "the minibatch's rows, lambda's column sums)", t6, t8),
+                           ("global step (LDAModel.update_topics: lambda kept as scale * store + shift, so the "
+                            "minibatch's rows of the store and its column sums; a pass over V x K only to settle)",
+                            t6, t8),
                            ("is_finite (of the column sums the update kept)", t8, t9)):
             t[name] += b - a
     n = spec["batches"]

@@ -358,24 +358,96 @@ def test_step_towards_summed_equals_step_towards_then_column_sums_bit_for_bit(V)
 
 
 def test_kept_column_totals_are_used_only_for_the_same_lambda_and_step():
-    """update_topics keeps the column sums of its pass; column_totals returns that very array
-    while lambda and the step are unchanged, and sums lambda afresh otherwise."""
+    """update_topics keeps the column sums of the store; column_totals comes from them while the
+    step is unchanged, and from a fresh sum after another step wrote lambda or a new lambda."""
     from topicscale.models.lda import LDAModel
     rng = np.random.default_rng(4)
     model = LDAModel.initial([f"w{i}" for i in range(50)], 3, 0.1, 0.01, rng)
     model.update_topics(0.3, np.array([2, 7], dtype=np.int64), 5.0, rng.gamma(1.0, 1.0, size=(2, 3)))
     kept = model.column_totals()
-    assert model.step == 1 and model.column_totals() is kept
-    assert np.array_equal(kept, topic_matrix.column_sums(model.lam))
-    model.step += 1                                       # another global step wrote lambda
-    assert model.column_totals() is not kept
-    assert np.array_equal(model.column_totals(), kept)
-    model.step -= 1
-    assert model.column_totals() is kept
+    assert model.step == 1
+    assert np.allclose(kept, topic_matrix.column_sums(model.lam.copy()), rtol=1e-13)
+    model.lam[0, 0] += 100.0                              # another global step wrote lambda ...
+    model.step += 1
+    assert np.isclose(model.column_totals()[0], kept[0] + 100.0, rtol=1e-13)   # ... and it is seen
     model.lam = model.lam.copy()                          # a new lambda
-    assert model.column_totals() is not kept
     model.lam[0, 0] = np.nan
     assert not model.is_finite()
+
+
+def _eager_steps(lam, eta, steps):
+    """The global step as written (SVI paper eq. 27), one numpy pass a step."""
+    lam = lam.copy()
+    for rho, words, scale, word_topic in steps:
+        lam = (1.0 - rho) * lam + rho * eta
+        lam[words] += scale * word_topic
+    return lam
+
+
+def _random_steps(rng, V, K, n, first_rho=None):
+    out = []
+    for t in range(n):
+        words = np.sort(rng.choice(V, size=rng.integers(1, V // 2), replace=False)).astype(np.int64)
+        rho = first_rho if (t == 0 and first_rho is not None) else (10.0 + t) ** -0.7
+        out.append((rho, words, float(rng.uniform(1, 50)), rng.gamma(0.5, 1.0, size=(words.shape[0], K))))
+    return out
+
+
+@pytest.mark.parametrize("settle_below", [1e-30, 0.5])
+def test_lazy_global_step_matches_the_eager_update(monkeypatch, settle_below):
+    """lambda = scale * store + shift with the minibatch's rows updated (LDAModel.update_topics)
+    is the eager update of every entry, to rounding; rho = 1 and a scale under SETTLE_BELOW
+    settle (0.5: every few steps); column totals, E[beta] rows and exp(E[log beta]) rows read
+    the lazy form without settling it."""
+    import topicscale.models.lda as lda
+    monkeypatch.setattr(lda, "SETTLE_BELOW", settle_below)
+    rng = np.random.default_rng(11)
+    V, K = 80, 6
+    model = lda.LDAModel.initial([f"w{i}" for i in range(V)], K, 0.1, 0.01, rng)
+    start = model.lam.copy()
+    steps = _random_steps(rng, V, K, 40, first_rho=1.0)
+    for rho, words, scale, word_topic in steps:
+        model.update_topics(rho, words, scale, word_topic)
+    expected = _eager_steps(start, 0.01, steps)
+    assert (model._scale, model._shift) != (1.0, 0.0)          # still lazy: the reads below must not settle
+    words = np.array([3, 17, 40], dtype=np.int64)
+    lazy = (model.column_totals().copy(), model.mean_rows(words), model.exp_elog_beta(words), model.expected_beta())
+    assert (model._scale, model._shift) != (1.0, 0.0)
+    totals = expected.sum(axis=0)
+    assert np.allclose(lazy[0], totals, rtol=1e-12)
+    assert np.allclose(lazy[1], expected[words] / totals, rtol=1e-12)
+    assert np.allclose(lazy[2], np.exp(scipy_digamma(expected[words]) - scipy_digamma(totals)), rtol=1e-11)
+    assert np.allclose(lazy[3], expected / totals, rtol=1e-12)
+    assert np.allclose(model.lam, expected, rtol=1e-12)         # reading lam settles it
+    assert (model._scale, model._shift) == (1.0, 0.0)
+    assert np.allclose(model.column_totals(), totals, rtol=1e-12)
+
+
+def test_lazy_lambda_survives_a_checkpoint_bit_for_bit(tmp_path):
+    """stored() keeps the lazy form (a checkpoint neither settles it nor rounds it), so a model
+    restored from it continues exactly as the original; save() writes lambda itself and leaves
+    the model in memory lazy."""
+    from topicscale.models import load_model
+    from topicscale.models.lda import LDAModel
+    rng = np.random.default_rng(12)
+    V, K = 60, 4
+    model = LDAModel.initial([f"w{i}" for i in range(V)], K, 0.1, 0.01, rng)
+    steps = _random_steps(rng, V, K, 30)
+    for step in steps[:20]:
+        model.update_topics(*step)
+    meta, arrays = model.stored()
+    assert "lambda_scale_shift" in meta
+    restored = LDAModel.from_stored(meta, {k: v.copy() for k, v in arrays.items()}, model.vocab)
+    scale = model._scale
+    model.save(tmp_path / "m")
+    assert model._scale == scale
+    saved = load_model(tmp_path / "m")
+    assert saved._scale == 1.0 and np.array_equal(saved.lam, model._scale * model._store + model._shift)
+    for step in steps[20:]:
+        model.update_topics(*step)
+        restored.update_topics(*step)
+    assert np.array_equal(restored.lam, model.lam)
+    assert np.array_equal(restored.column_totals(), model.column_totals())
 
 
 @pytest.mark.parametrize("kind", ["hdp", "ctm"])

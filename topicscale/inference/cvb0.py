@@ -9,7 +9,6 @@ import numpy as np
 
 from ..kernels import cvb0 as kernel
 from ..kernels.minibatch import distinct_words
-from ..kernels.topic_matrix import mean_topic_rows
 from ..stats import SufficientStats
 from .entries import (BLOCK_FLOATS, EntryBuffer, add_word_statistics, check_topics_rows,
                       document_blocks, local_prior, n_chunks_for, sub_block)
@@ -52,7 +51,7 @@ class CVB0:
 
     def estep_topics(self, model, words=None):
         """E[beta] rows (V' x K) for the given words (all when None): what eq. 5 multiplies by."""
-        return mean_topic_rows(model.lam, words, model.column_totals())
+        return model.mean_rows(words)
 
     def _run(self, indptr, indices, counts, topics, alpha, entry_gamma):
         D, K = indptr.shape[0] - 1, topics.shape[1]

@@ -7,7 +7,6 @@ import numpy as np
 from ..corpus.shards import Rows
 from ..kernels import meanfield
 from ..kernels.minibatch import distinct_words, word_major
-from ..kernels.topic_matrix import mean_topic_rows
 from ..stats import SufficientStats
 from .entries import exp_dirichlet_expectations
 
@@ -88,7 +87,7 @@ class MeanField:
         """The topic rows B (V' x K) for the given words (all when None): the model's own
         (exp(E[log beta]) for LDA) or, with estep_beta="mean", E[beta]."""
         if self.estep_beta == "mean":
-            return mean_topic_rows(model.lam, words, model.column_totals())
+            return model.mean_rows(words)
         return model.estep_topics(words)
 
     def fit(self, indptr, indices, counts, topics, alpha, single_topics=None):

@@ -28,7 +28,7 @@ class SVI:
         token, and the update's (see train: not counted as training time); leaves the model
         untouched."""
         self.local.statistics(one_word_batch(), self.model)
-        K = self.model.lam.shape[1]
+        K = self.model.n_topics
         step_towards_summed(np.ones((1, K)), 0.0, 0.0, np.zeros(0, dtype=np.int64), 0.0, np.zeros((0, K)))
 
     def update(self, stats):

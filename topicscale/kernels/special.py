@@ -152,28 +152,28 @@ def digamma_array(x):
 
 
 @njit(error_model="numpy", parallel=True, cache=True)
-def exp_elog_rows(lam, total, rows, out):
-    """out[i, k] = exp(E[log beta_k, rows[i]]) = exp(psi(lam[rows[i], k]) - psi(total[k])) for a
-    word-major lam (V x K) with column sums total (topic_matrix.column_sums); rows in parallel.
+def exp_elog_rows(lam, total, rows, out, scale=1.0, shift=0.0):
+    """out[i, k] = exp(E[log beta_k, rows[i]]) = exp(psi(lambda[rows[i], k]) - psi(total[k])) for a
+    word-major lambda = scale * lam + shift (V x K) with column sums total; rows in parallel.
     When every column sum is >= 1 (always in practice), as exp_digamma(lam) / exp_digamma(sum): one
     exp per entry, no log."""
     K = lam.shape[1]
     ratio = True
     for k in range(K):
         ratio = ratio and total[k] >= 1.0
-    scale = np.empty(K)
+    inverse = np.empty(K)          # 1 / exp(psi(total)), or psi(total) when not ratio
     for k in range(K):
-        scale[k] = 1.0 / exp_digamma(total[k]) if ratio else digamma(total[k])
+        inverse[k] = 1.0 / exp_digamma(total[k]) if ratio else digamma(total[k])
     for i in prange(rows.shape[0]):
         row = lam[rows[i]]
         if ratio:
-            for k in range(K):         # exp_digamma(row[k]) * scale[k], inlined so that it vectorises
-                x = row[k]
+            for k in range(K):         # exp_digamma(x) * inverse[k], inlined so that it vectorises
+                x = scale * row[k] + shift
                 y, r = _shifted(x)
-                out[i, k] = y * vexp(r) * scale[k] if x > 0.0 else np.nan
+                out[i, k] = y * vexp(r) * inverse[k] if x > 0.0 else np.nan
         else:
             for k in range(K):
-                out[i, k] = np.exp(digamma(row[k]) - scale[k])
+                out[i, k] = np.exp(digamma(scale * row[k] + shift) - inverse[k])
 
 
 # float32 constants: numba computes float32 op float64 in float64, so every literal of the

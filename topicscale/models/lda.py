@@ -3,31 +3,66 @@
 lambda is stored word-major (V x K, row w holds lambda_{1..K, w}) so that the E-step's inner
 loop over topics reads contiguous memory; `export` writes the usual K x V matrix.
 """
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from . import store
 
 
-@dataclass
+# the lazy global step settles lambda (one pass over V x K) when its scale would fall below this
+SETTLE_BELOW = 1e-30
+
+
 class LDAModel:
-    lam: np.ndarray                 # V x K, lambda_{k,w} stored at [w, k]
-    alpha: np.ndarray               # K, Dirichlet prior on topic proportions
-    eta: float                      # Dirichlet prior on topics
-    vocab: list
-    step: int = 0                   # global updates done (t in rho_t)
-    docs_seen: int = 0
-    settings: dict = field(default_factory=dict)   # algorithm, schedule, local-step settings, ...
+    """lambda (V x K, word-major) with the LDA priors alpha and eta.
+
+    The global step (SVI paper eq. 27) moves every entry, lambda <- (1 - rho) lambda + rho eta,
+    and adds rho * scale * statistics to the minibatch's rows only. On a large vocabulary the pass
+    over all V x K entries cost more than the documents (GCIDE, K=200: half of a minibatch), so
+    lambda is kept as scale * store + shift with two scalars: a step multiplies them
+    (scale <- (1 - rho) scale, shift <- (1 - rho) shift + rho eta), adds the statistics divided
+    by the new scale to the minibatch's rows of the store, and updates the store's column sums by
+    what it added. Reading `lam` settles it (store <- scale * store + shift, one pass; scale 1,
+    shift 0), as does a step whose scale would fall below SETTLE_BELOW (rho = 1 among them). The
+    hot paths (topic rows, column totals, E[beta], the model file) read the lazy form without
+    settling, so that reads never change the arithmetic of training; a checkpoint stores the
+    lazy form as it is, so a resumed run continues bit for bit.
+    """
     kind = "lda"
+
+    def __init__(self, lam, alpha, eta, vocab, step=0, docs_seen=0, settings=None):
+        self.lam = lam
+        self.alpha = alpha                      # K, Dirichlet prior on topic proportions
+        self.eta = eta                          # Dirichlet prior on topics
+        self.vocab = vocab
+        self.step = step                        # global updates done (t in rho_t)
+        self.docs_seen = docs_seen
+        self.settings = {} if settings is None else settings   # algorithm, schedule, local step, ...
+
+    @property
+    def lam(self):
+        """lambda (V x K, lambda_kw at [w, k]), settled; writes into it are writes to lambda."""
+        if self._scale != 1.0 or self._shift != 0.0:
+            from ..kernels.topic_matrix import affine_step_summed
+            K = self._store.shape[1]
+            sums = affine_step_summed(self._store, self._scale, self._shift, np.zeros(0, dtype=np.int64),
+                                      0.0, np.zeros((0, K)))
+            self._scale, self._shift = 1.0, 0.0
+            self._store_sums = (self.step, sums)
+        return self._store
+
+    @lam.setter
+    def lam(self, value):
+        self._store = value
+        self._scale, self._shift = 1.0, 0.0
+        self._store_sums = None                 # (step, column sums of the store) when known
 
     @property
     def n_topics(self):
-        return self.lam.shape[1]
+        return self._store.shape[1]
 
     @property
     def n_words(self):
-        return self.lam.shape[0]
+        return self._store.shape[0]
 
     @classmethod
     def initial(cls, vocab, n_topics, alpha, eta, rng, settings=None):
@@ -67,28 +102,43 @@ class LDAModel:
         return {"topics": self.n_topics, "vocabulary": self.n_words, "alpha": float(self.alpha[0]),
                 "eta": self.eta, "step": self.step, "docs_seen": self.docs_seen}
 
+    def _sums_of_store(self):
+        """Column sums of the store: those the last update kept, while the step is the same, else a
+        pass over V x K (kernels.topic_matrix)."""
+        kept = self._store_sums
+        if kept is None or kept[0] != self.step:
+            from ..kernels.topic_matrix import column_sums          # imports numba: only when needed
+            kept = self._store_sums = (self.step, column_sums(self._store))
+        return kept[1]
+
     def column_totals(self):
-        """sum_w lambda_kw for each topic k: the sums the last update_topics kept, while lambda is
-        the same array at the same step, else a pass over V x K (kernels.topic_matrix)."""
-        kept = getattr(self, "_totals", None)
-        if kept is not None and kept[0] is self.lam and kept[1] == self.step:
-            return kept[2]
-        from ..kernels.topic_matrix import column_sums          # imports numba: only when needed
-        return column_sums(self.lam)
+        """sum_w lambda_kw for each topic k (from the store's kept column sums)."""
+        return self._scale * self._sums_of_store() + self.n_words * self._shift
 
     def update_topics(self, rho, words, scale, word_topic):
-        """One global step on lambda (topic_matrix.step_towards_summed: lambda <- (1 - rho) lambda
-        + rho eta, lambda[words] += scale * word_topic, words ascending), step + 1. The column
-        sums of the new lambda come from the same pass and are kept for column_totals: with a
-        large vocabulary the passes over V x K, not the E-step, dominate a minibatch."""
-        from ..kernels.topic_matrix import step_towards_summed
-        totals = step_towards_summed(self.lam, rho, self.eta, words, scale, word_topic)
+        """One global step on lambda, words ascending (SVI paper eq. 27; see the class):
+        lambda <- (1 - rho) lambda + rho eta, lambda[words] += scale * word_topic; step + 1."""
+        from ..kernels.topic_matrix import add_rows_summed, affine_step_summed
+        keep = 1.0 - rho
+        new_scale, new_shift = self._scale * keep, self._shift * keep + rho * self.eta
+        if new_scale < SETTLE_BELOW:            # settle and step in one pass over V x K
+            sums = affine_step_summed(self._store, new_scale, new_shift, words, scale, word_topic)
+            new_scale, new_shift = 1.0, 0.0
+        else:
+            before = self._sums_of_store()          # (summed before the rows change, if not kept)
+            sums = before + add_rows_summed(self._store, words, scale / new_scale, word_topic)
+        self._scale, self._shift = new_scale, new_shift
         self.step += 1
-        self._totals = (self.lam, self.step, totals)
+        self._store_sums = (self.step, sums)
 
     def is_finite(self):
         """No infinite or NaN entry in lambda (checked through its column sums)."""
         return bool(np.all(np.isfinite(self.column_totals())))
+
+    def mean_rows(self, words=None):
+        """E[beta] rows lambda[w] / colsum(lambda) for the given words (all when None), V' x K."""
+        from ..kernels.topic_matrix import mean_topic_rows
+        return mean_topic_rows(self._store, words, self.column_totals(), self._scale, self._shift)
 
     def exp_elog_beta(self, words=None):
         """exp(E[log beta_kw]) = exp(psi(lambda_kw) - psi(sum_v lambda_kv)) for the given rows."""
@@ -97,13 +147,20 @@ class LDAModel:
         if rows.shape[0] and (rows.min() < 0 or rows.max() >= self.n_words):
             raise ValueError(f"word ids must be in 0..{self.n_words - 1}")
         out = np.empty((rows.shape[0], self.n_topics))
-        lam = np.ascontiguousarray(self.lam)
-        exp_elog_rows(lam, self.column_totals(), rows, out)
+        exp_elog_rows(np.ascontiguousarray(self._store), self.column_totals(), rows, out, self._scale,
+                      self._shift)
         return out
 
     def expected_beta(self):
-        """E[beta_kw] = lambda_kw / sum_v lambda_kv, word-major (V x K)."""
-        return self.lam / self.lam.sum(axis=0)[None, :]
+        """E[beta_kw] = lambda_kw / sum_v lambda_kv, word-major (V x K), from lambda as `save`
+        writes it and its numpy column sums, so the same bits as `topics` and `export` of the
+        saved model."""
+        lam = self._lambda_as_saved()
+        return lam / lam.sum(axis=0)[None, :]
+
+    def _lambda_as_saved(self):
+        lazy = self._scale != 1.0 or self._shift != 0.0
+        return self._scale * self._store + self._shift if lazy else self._store
 
     def topic_weights(self):
         """Share of the corpus's tokens assigned to each topic: sum_w (lambda_kw - eta), normalised."""
@@ -112,16 +169,32 @@ class LDAModel:
         return mass / total if total > 0 else np.full(self.n_topics, 1.0 / self.n_topics)
 
     def stored(self):
-        """(metadata, arrays) as written to the model file (checkpoints add to them)."""
+        """(metadata, arrays) as written to the model file (checkpoints add to them). A lazy lambda
+        is stored as it is held (store, its column sums, and lambda_scale_shift in the metadata),
+        so that a checkpoint neither settles it nor loses a bit of it."""
         meta = {"model": self.kind, "n_topics": self.n_topics, "n_words": self.n_words,
                 "eta": self.eta, "step": self.step, "docs_seen": self.docs_seen,
                 "settings": self.settings}
-        return meta, {"lambda": self.lam, "alpha": self.alpha}
+        arrays = {"lambda": self._store, "alpha": self.alpha}
+        if self._scale != 1.0 or self._shift != 0.0:
+            meta["lambda_scale_shift"] = [self._scale, self._shift]
+            arrays["lambda_store_sums"] = self._sums_of_store()
+        return meta, arrays
 
     def save(self, path):
-        store.save(path, *self.stored(), self.vocab)
+        """The model file, with lambda itself (a lazy lambda is written settled; the model in
+        memory is left as it is)."""
+        meta, arrays = self.stored()
+        if meta.pop("lambda_scale_shift", None) is not None:
+            del arrays["lambda_store_sums"]
+            arrays["lambda"] = self._lambda_as_saved()
+        store.save(path, meta, arrays, self.vocab)
 
     @classmethod
     def from_stored(cls, meta, arrays, vocab):
-        return cls(lam=arrays["lambda"], alpha=arrays["alpha"], eta=meta["eta"], vocab=vocab,
-                   step=meta["step"], docs_seen=meta["docs_seen"], settings=meta["settings"])
+        model = cls(lam=arrays["lambda"], alpha=arrays["alpha"], eta=meta["eta"], vocab=vocab,
+                    step=meta["step"], docs_seen=meta["docs_seen"], settings=meta["settings"])
+        if "lambda_scale_shift" in meta:
+            model._scale, model._shift = (float(x) for x in meta["lambda_scale_shift"])
+            model._store_sums = (model.step, np.asarray(arrays["lambda_store_sums"], dtype=np.float64))
+        return model
