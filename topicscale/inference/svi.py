@@ -1,7 +1,7 @@
 """Stochastic variational inference for LDA (SVI paper, figure 6, steps 10-11)."""
 import numpy as np
 
-from ..kernels.topic_matrix import step_towards_summed
+from ..kernels.topic_matrix import add_rows_summed, affine_step_summed
 from .local import one_word_batch, step_metrics
 from .schedule import robbins_monro
 
@@ -29,7 +29,9 @@ class SVI:
         untouched."""
         self.local.statistics(one_word_batch(), self.model)
         K = self.model.n_topics
-        step_towards_summed(np.ones((1, K)), 0.0, 0.0, np.zeros(0, dtype=np.int64), 0.0, np.zeros((0, K)))
+        none, no_stats = np.zeros(0, dtype=np.int64), np.zeros((0, K))
+        affine_step_summed(np.ones((1, K)), 1.0, 0.0, none, 0.0, no_stats)      # the settling step
+        add_rows_summed(np.ones((1, K)), none, 0.0, no_stats)                    # the lazy step
 
     def update(self, stats):
         m = self.model

@@ -1,10 +1,7 @@
 """Fold per-entry topic vectors of a minibatch into per-word statistics, deterministically."""
 from numba import njit, prange
 
-from .prefetch import prefetch_row
-
-# entries ahead whose vectors are prefetched (they are gathered in word order, scattered in memory)
-PREFETCH_AHEAD = 4
+from .prefetch import PREFETCH_AHEAD, prefetch_row
 
 
 @njit(parallel=True, cache=True)
@@ -14,8 +11,9 @@ def add_entries_by_word(word_ptr, entry_order, entry_rows, out, overwrite):
 
     The entries are given grouped by word (CSC order: entry_order lists the CSR entries of
     local word j, in document order, at word_ptr[j]:word_ptr[j + 1]), so each row of `out` is
-    owned by one thread and summed in a fixed order, whatever the thread count. (Overwriting
-    spares the caller np.zeros: on GCIDE its fresh pages, faulted in here, cost more than the sums.)
+    owned by one thread and summed in a fixed order, whatever the thread count. The entry vectors
+    are gathered scattered in memory, so they are prefetched. (Overwriting spares the caller
+    np.zeros: on GCIDE its fresh pages, faulted in here, cost more than the sums.)
     """
     K = out.shape[1]
     n = entry_order.shape[0]

@@ -18,21 +18,19 @@ gamma = alpha + n_theta after the final pass.
 
 Speed (the default local step on short documents, so the training hot path there): the step
 sizes rho_t come from a table over integer t (every count is an integer), which the caller builds
-once (step_table), so no word pays a pow; keep = 1 - rho for m_p = 1; the normaliser is summed in four partial sums,
-so the loops over topics vectorise. On a large vocabulary the step waits on memory for each
+once (step_table), so no word pays a pow; keep = 1 - rho for m_p = 1; the normaliser is summed in
+four partial sums, so the loops over topics vectorise. On a large vocabulary the step waits on memory for each
 word's topic row; the first pass prefetches the rows PREFETCH_AHEAD words ahead, and the next
 document's first rows while a document runs (GCIDE, K=50: 0.80 -> 0.50 ms a minibatch).
 """
 import numpy as np
 from numba import njit, prange, get_thread_id
 
-from .prefetch import prefetch_row
+from .prefetch import PREFETCH_AHEAD, prefetch_row
 
 # step sizes rho_t are tabulated for t below this (a document's tokens times its passes); beyond
 # it, or for a count that is not an integer, rho_t is computed where it is needed
 STEP_TABLE_MAX = 1 << 16
-# words ahead whose topic rows the first pass prefetches
-PREFETCH_AHEAD = 4
 
 
 @njit(cache=True, nogil=True)

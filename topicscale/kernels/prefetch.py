@@ -12,6 +12,9 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 CACHE_LINE = 64
+# how many rows ahead of the one in use the kernels prefetch (GCIDE, CVB0 at K=50: 1 ahead 1.2x,
+# 2 ahead 1.5x, 4 and 8 ahead 1.6x faster than none)
+PREFETCH_AHEAD = 4
 
 
 @intrinsic
