@@ -335,10 +335,10 @@ def test_step_towards_equals_the_numpy_update_bit_for_bit():
 
 
 @pytest.mark.parametrize("V", [5, 300, 1001])
-def test_step_towards_summed_equals_step_towards_then_column_sums_bit_for_bit(V):
-    """The fused update (SVI's): the same lam as step_towards and the same column sums as
-    column_sums of the new lam, exactly, at 1 and 2 threads; minibatch words at the edges of
-    the row blocks, or none."""
+def test_affine_step_summed_equals_step_towards_then_column_sums_bit_for_bit(V):
+    """The fused update (LDAModel's settling step): the same lam as step_towards and the same
+    column sums as column_sums of the new lam, exactly, at 1 and 2 threads; minibatch words at
+    the edges of the row blocks, or none."""
     rng = np.random.default_rng(V)
     lam = rng.gamma(1.0, 1.0, size=(V, 7))
     edges = [b * V // topic_matrix.SUM_BLOCKS for b in range(topic_matrix.SUM_BLOCKS)] + [V - 1]
@@ -351,7 +351,7 @@ def test_step_towards_summed_equals_step_towards_then_column_sums_bit_for_bit(V)
         for threads in (1, 2):
             numba.set_num_threads(threads)
             got = lam.copy()
-            totals = topic_matrix.step_towards_summed(got, rho, eta, w, scale, stats)
+            totals = topic_matrix.affine_step_summed(got, 1.0 - rho, rho * eta, w, scale, stats)
             assert np.array_equal(got, expected)
             assert np.array_equal(totals, topic_matrix.column_sums(expected))
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..kernels import hdp as kernel
 from ..kernels.minibatch import distinct_words, word_major
-from ..kernels.topic_matrix import step_towards_summed
+from ..kernels.topic_matrix import step_towards
 from ..stats import SufficientStats
 from .schedule import robbins_monro
 from .svi import SVI
@@ -142,7 +142,7 @@ class HDPSVI(SVI):
         m = self.model
         rho = robbins_monro(m.step, self.tau, self.kappa)
         scale = self.corpus_docs / stats.n_docs
-        step_towards_summed(m.lam, rho, m.eta, stats.words, rho * scale, stats.word_topic)   # sums unused
+        step_towards(m.lam, rho, m.eta, stats.words, rho * scale, stats.word_topic)
         later = np.cumsum(stats.tables[::-1])[::-1]          # later[k] = sum_{l >= k} tables[l]
         m.a *= 1.0 - rho
         m.a += rho * (1.0 + scale * stats.tables[:-1])

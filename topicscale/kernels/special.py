@@ -155,7 +155,7 @@ def digamma_array(x):
 def exp_elog_rows(lam, total, rows, out, scale=1.0, shift=0.0):
     """out[i, k] = exp(E[log beta_k, rows[i]]) = exp(psi(lambda[rows[i], k]) - psi(total[k])) for a
     word-major lambda = scale * lam + shift (V x K) with column sums total; rows in parallel.
-    When every column sum is >= 1 (always in practice), as exp_digamma(lam) / exp_digamma(sum): one
+    When every column sum is >= 1 (always in practice), as exp_digamma(lambda) / exp_digamma(sum): one
     exp per entry, no log."""
     K = lam.shape[1]
     ratio = True

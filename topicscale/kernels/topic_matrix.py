@@ -34,18 +34,12 @@ def step_towards(lam, rho, eta, words, scale, word_topic):
             row[k] += scale * stat[k]
 
 
-@njit(cache=True)
-def step_towards_summed(lam, rho, eta, words, scale, word_topic):
-    """step_towards for ascending `words`, returning the column sums of the new lam: in the same
-    pass over the V x K entries, summed exactly as column_sums sums them (the same blocks of
-    rows, the same order), so the result equals column_sums(lam) bit for bit."""
-    return affine_step_summed(lam, 1.0 - rho, rho * eta, words, scale, word_topic)
-
-
 @njit(parallel=True, cache=True)
 def affine_step_summed(lam, keep, add, words, scale, word_topic):
     """lam <- keep lam + add, then lam[words[j]] += scale * word_topic[j] (`words` ascending), in
-    one pass over V x K; returns the column sums of the new lam, summed as column_sums does."""
+    one pass over V x K (with keep = 1 - rho and add = rho eta, step_towards); returns the column
+    sums of the new lam, summed exactly as column_sums sums them (the same blocks of rows, the
+    same order), so the result equals column_sums(lam) bit for bit."""
     V, K = lam.shape
     partial = np.zeros((SUM_BLOCKS, K))
     for b in prange(SUM_BLOCKS):

@@ -41,7 +41,7 @@ class LDAModel:
     @property
     def lam(self):
         """lambda (V x K, lambda_kw at [w, k]), settled; writes into it are writes to lambda."""
-        if self._scale != 1.0 or self._shift != 0.0:
+        if self._lazy:
             from ..kernels.topic_matrix import affine_step_summed
             K = self._store.shape[1]
             sums = affine_step_summed(self._store, self._scale, self._shift, np.zeros(0, dtype=np.int64),
@@ -55,6 +55,11 @@ class LDAModel:
         self._store = value
         self._scale, self._shift = 1.0, 0.0
         self._store_sums = None                 # (step, column sums of the store) when known
+
+    @property
+    def _lazy(self):
+        """lambda is not the store itself (a step has scaled or shifted it since it settled)."""
+        return self._scale != 1.0 or self._shift != 0.0
 
     @property
     def n_topics(self):
@@ -159,8 +164,7 @@ class LDAModel:
         return lam / lam.sum(axis=0)[None, :]
 
     def _lambda_as_saved(self):
-        lazy = self._scale != 1.0 or self._shift != 0.0
-        return self._scale * self._store + self._shift if lazy else self._store
+        return self._scale * self._store + self._shift if self._lazy else self._store
 
     def topic_weights(self):
         """Share of the corpus's tokens assigned to each topic: sum_w (lambda_kw - eta), normalised."""
@@ -176,7 +180,7 @@ class LDAModel:
                 "eta": self.eta, "step": self.step, "docs_seen": self.docs_seen,
                 "settings": self.settings}
         arrays = {"lambda": self._store, "alpha": self.alpha}
-        if self._scale != 1.0 or self._shift != 0.0:
+        if self._lazy:
             meta["lambda_scale_shift"] = [self._scale, self._shift]
             arrays["lambda_store_sums"] = self._sums_of_store()
         return meta, arrays
