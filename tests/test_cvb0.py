@@ -47,6 +47,16 @@ def test_cvb0_step_sizes_off_the_table_match_reference():
         assert np.allclose(result.gamma[d], gamma, rtol=1e-8, atol=1e-10)
 
 
+def test_keep_power_matches_pow_for_whole_and_fractional_counts():
+    """(1 - rho)^m by repeated squaring for whole counts below 64 (and pow otherwise) agrees with
+    pow to a few ulp; m = 0 and counts from 64 up take pow."""
+    from topicscale.kernels.cvb0 import keep_power
+    for x in (0.0, 1e-3, 0.31, 0.5, 0.9, 0.999999, 1.0):
+        for m in [float(n) for n in range(0, 70)] + [0.25, 1.5, 2.75, 63.5, 1e4]:
+            assert np.isclose(keep_power(x, m), x ** m, rtol=1e-14, atol=0.0), (x, m)
+    assert keep_power(0.7, 64.0) == 0.7 ** 64.0 and keep_power(0.7, 2.5) == 0.7 ** 2.5
+
+
 def test_cvb0_statistics_match_reference_and_blocks_do_not_matter():
     rng = np.random.default_rng(5)
     V, K = 60, 8
