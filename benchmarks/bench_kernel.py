@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from common import (BenchError, child_env, fmt_spread, machine, med, run, run_worker,  # noqa: E402
+from common import (BenchError, child_env, fmt_percent_runs, fmt_spread, machine, med, run, run_worker,  # noqa: E402
                     spread, topicscale_command, write_json)
 
 # base models and profiled fits stop after this many documents (one pass of NYT and SOTU, a
@@ -417,6 +417,7 @@ def summarize_case(r, threads):
     roof1 = row["per"].get("roofline_axpy32@1")
     if est2 and roof2:
         row["efficiency"] = est2["per_second"] / roof2["per_second"]
+        row["efficiency_runs"] = paired_ratios(roof2, est2)
         row["efficiency_madd"] = 2 * est2["per_second"] / roof2["per_second"]
     if est1 and roof1:
         row["efficiency_1thread"] = est1["per_second"] / roof1["per_second"]
@@ -435,7 +436,15 @@ def summarize_case(r, threads):
     cvb0, cvb0_roof = row["per"].get(f"cvb0@{threads}"), row["per"].get(faster(row["per"], "roofline_axpy_cvb0", threads))
     if cvb0 and cvb0_roof:
         row["efficiency_cvb0"] = cvb0["per_second"] / cvb0_roof["per_second"]
+        row["efficiency_cvb0_runs"] = paired_ratios(cvb0_roof, cvb0)
     return row
+
+
+def paired_ratios(a, b):
+    """a's seconds / b's seconds in each repeat: the repeats interleave the variants, so each pair
+    ran minutes apart at most and shares the machine's state (the efficiency when both did the same
+    updates)."""
+    return [x / y for x, y in zip(a["seconds"], b["seconds"])]
 
 
 def faster(per, roofline, threads):
@@ -460,7 +469,9 @@ def render(r):
              "`fit` picks for a whole pass of the corpus (cvb0 on GCIDE, mean-field on NYT) "
              f"(kappa {s['kappa']}, tau {s['tau']:g}, eta {s['eta']}, alpha 1/K, E-step cap {s['max_iter']}, "
              f"tol {s['tol']}). Every figure is the median of {s['repeats']} interleaved repeats "
-             "[min-max in brackets].")
+             "[min-max in brackets]. An efficiency is the ratio of the median rates; beside it, the ratio "
+             "within each repeat (the kernel and its roofline ran minutes apart at most), whose spread "
+             "shows how much the machine moved the figure.")
     L.append("")
     L.append("**Updates** = sum over documents of distinct words x sweeps x K (a token-topic update = one "
              "topic of one distinct word in one sweep: the E-step does 2 multiply-adds for it, one in the dot "
@@ -494,7 +505,7 @@ def render(r):
         sp = c.get("thread_speedup_runs") or []
         L.append(f"| {key} | {raw['docs']} | {raw['mean_distinct_words']:.1f} | {raw['mean_sweeps']:.1f} | "
                  f"{raw['topic_matrix_mb_per_batch']:.1f} | {g(f'estep@{thr}')} | {g(f'roofline_axpy32@{thr}')} | "
-                 f"{pct('efficiency')} | {g(f'estep_double@{thr}')} | {g(c.get('double_roofline') or '-')} | "
+                 f"{pct('efficiency')} ({fmt_percent_runs(c.get('efficiency_runs'))} per repeat) | {g(f'estep_double@{thr}')} | {g(c.get('double_roofline') or '-')} | "
                  f"{pct('efficiency_double')} | {pct('efficiency_madd')} | {pct('efficiency_1thread')} | "
                  f"{c.get('thread_speedup', float('nan')):.2f}x ({fmt_spread(sp, 2)} per repeat) | "
                  f"{c.get('roofline_thread_speedup', float('nan')):.2f}x |")
@@ -515,7 +526,7 @@ def render(r):
             continue
         rate = lambda n: f"{per[f'{n}@{thr}']['per_second_per_core'] / 1e9:.3f}" if f"{n}@{thr}" in per else "-"
         L.append(f"| {key} | {rate('cvb0')} | {rate('roofline_axpy_cvb0')} | {rate('roofline_axpy_cvb0_prefetch')} | "
-                 f"{100 * c.get('efficiency_cvb0', float('nan')):.0f}% |")
+                 f"{100 * c.get('efficiency_cvb0', float('nan')):.0f}% ({fmt_percent_runs(c.get('efficiency_cvb0_runs'))} per repeat) |")
     L.append("")
     L.append("### Where the kernel's time goes (what-if variants, same sweeps, 2 threads; G updates/s/core)")
     L.append("")

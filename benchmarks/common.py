@@ -196,6 +196,14 @@ def fmt_spread(xs, digits=2):
     return f"{med(xs):.{digits}f} [{s['min']:.{digits}f}-{s['max']:.{digits}f}]"
 
 
+
+def fmt_percent_runs(xs):
+    """'median% [min-max%]' of ratios (per-repeat efficiencies), or '-'."""
+    if not xs:
+        return "-"
+    return f"{100 * med(xs):.0f}% [{100 * min(xs):.0f}-{100 * max(xs):.0f}%]"
+
+
 def write_json(path, obj):
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(str(path) + ".part")
