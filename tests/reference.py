@@ -66,6 +66,21 @@ def completion_log_likelihood(indptr, indices, counts, theta, topics):
 
 
 # ------------------------------------------------------------------ CVB0 (SCVB0 local step)
+def lane_sum(x, lanes=8):
+    """sum(x) in kernels.lanes.sum_blocks' order: blocks of 8 (the last padded with zeros), even
+    and odd blocks summed apart, added, then the lanes ((0+1)+(2+3))+((4+5)+(6+7))."""
+    padded = np.zeros(-(-len(x) // lanes) * lanes)
+    padded[:len(x)] = x
+    even, odd = np.zeros(lanes), np.zeros(lanes)
+    for i, block in enumerate(padded.reshape(-1, lanes)):
+        if i % 2:
+            odd = odd + block
+        else:
+            even = even + block
+    v = even + odd
+    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))
+
+
 def cvb0_document(ids, counts, topics, alpha, burn_in=1, s=1.0, tau=10.0, kappa=0.9):
     """Clumped CVB0 of one document (Foulds et al. 2013, eqs. 5 and 9, Algorithm 2).
 

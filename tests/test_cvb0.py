@@ -7,6 +7,7 @@ import reference
 from test_kernels import random_csr
 from topicscale.corpus.shards import Rows
 from topicscale.inference.cvb0 import CVB0
+from topicscale.kernels.lanes import blend_weigh
 from topicscale.models.lda import LDAModel
 
 
@@ -45,6 +46,40 @@ def test_cvb0_step_sizes_off_the_table_match_reference():
         a, b = indptr[d], indptr[d + 1]
         gamma, _ = reference.cvb0_document(indices[a:b], counts[a:b], topics, alpha)
         assert np.allclose(result.gamma[d], gamma, rtol=1e-8, atol=1e-10)
+
+
+@numba.njit
+def _blend_weigh_parts(n_theta, keep, scale, g, out, share, row, alpha, parts):
+    if parts == 0:
+        return blend_weigh(n_theta, keep, scale, g, out, share, row, alpha)
+    if parts == 1:
+        return blend_weigh(n_theta, keep, scale, g, None, None, row, alpha)
+    if parts == 2:
+        return blend_weigh(n_theta, None, None, g, None, None, row, alpha)
+    if parts == 3:
+        return blend_weigh(n_theta, keep, scale, g, out, share, None, alpha)
+    return blend_weigh(n_theta, keep, scale, g, None, None, None, alpha)
+
+
+@pytest.mark.parametrize("K", list(range(0, 34)) + [50, 200])
+def test_blend_weigh_matches_numpy_bit_for_bit(K):
+    """Each combination of blend_weigh's parts against numpy: the entry statistic, eq. 9's update,
+    eq. 5's weights for the next row and their sum in the documented lane order (reference.lane_sum),
+    all exact; nothing past K is written."""
+    rng = np.random.default_rng(K)
+    keep, scale, share = 0.3, 1.7, 2.5
+    for parts in range(5):
+        n_theta, g, row, alpha = (np.append(rng.random(K) * 10, -1.0) for _ in range(4))
+        out = np.full(K + 1, -1.0)
+        with_out, with_blend, with_row = parts in (0, 3), parts in (0, 1, 3, 4), parts <= 2
+        want_out = share * g[:K]
+        want_theta = keep * n_theta[:K] + scale * g[:K] if with_blend else n_theta[:K].copy()
+        want_g = row[:K] * (want_theta + alpha[:K]) if with_row else g[:K].copy()
+        total = _blend_weigh_parts(n_theta[:K], keep, scale, g[:K], out[:K], share, row[:K], alpha[:K], parts)
+        assert np.array_equal(n_theta[:K], want_theta) and np.array_equal(g[:K], want_g)
+        assert np.array_equal(out[:K], want_out) if with_out else np.all(out == -1.0)
+        assert total == (reference.lane_sum(want_g) if with_row else 0.0)
+        assert n_theta[K] == g[K] == out[K] == -1.0
 
 
 def test_keep_power_matches_pow_for_whole_and_fractional_counts():

@@ -2,7 +2,7 @@
 
 The local steps gather one topic row per distinct word of a document. On a large vocabulary the
 rows of a minibatch's words do not fit in the core's cache, so each gather waits for memory, and a
-step that does little arithmetic per row (CVB0: three loops over K a word) waits on every one.
+step that does little arithmetic per row (CVB0: one pass over K a word) waits on every one.
 A prefetch a few words ahead overlaps those waits with the work on the current word. It is a hint
 (llvm.prefetch: no fault, no effect on results), declared by name, so kernels that use it cache.
 """
