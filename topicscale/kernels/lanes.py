@@ -24,38 +24,6 @@ _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 
 
-class _Block:
-    """Vector loads and stores of the `vector.count` elements at index k of a buffer; masked when
-    the block runs past the end (masked-off lanes load 0 and are not stored)."""
-
-    def __init__(self, builder, vector, k, mask=None):
-        self.builder, self.vector, self.k, self.mask = builder, vector, k, mask
-
-    def _address(self, data):
-        return self.builder.bitcast(self.builder.gep(data, [self.k]), self.vector.as_pointer())
-
-    def _intrinsic(self, name, returns, args):
-        suffix = f"v{self.vector.count}f{_bits(self.vector.element)}"
-        return cgutils.get_or_insert_function(self.builder.module, ir.FunctionType(returns, args),
-                                              f"llvm.masked.{name}.{suffix}.p0{suffix}")
-
-    def load(self, data):
-        if self.mask is None:
-            return self.builder.load(self._address(data), align=_bits(self.vector.element) // 8)
-        ptr = self.vector.as_pointer()
-        masked_load = self._intrinsic("load", self.vector, [ptr, _I32, self.mask.type, self.vector])
-        return self.builder.call(masked_load, [self._address(data), _I32(_bits(self.vector.element) // 8),
-                                               self.mask, ir.Constant(self.vector, None)])
-
-    def store(self, value, data):
-        if self.mask is None:
-            self.builder.store(value, self._address(data), align=_bits(self.vector.element) // 8)
-            return
-        ptr = self.vector.as_pointer()
-        masked_store = self._intrinsic("store", ir.VoidType(), [self.vector, ptr, _I32, self.mask.type])
-        self.builder.call(masked_store, [value, self._address(data), _I32(_bits(self.vector.element) // 8), self.mask])
-
-
 def _bits(ir_float):
     return 64 if isinstance(ir_float, ir.DoubleType) else 32
 
@@ -63,6 +31,36 @@ def _bits(ir_float):
 def _vector_of(ir_float):
     """The 512-bit vector of a float type: 8 doubles or 16 floats."""
     return ir.VectorType(ir_float, 512 // _bits(ir_float))
+
+
+class _Block:
+    """Vector loads and stores of the `vector.count` elements at index k of a buffer; masked when
+    the block runs past the end (masked-off lanes load 0 and are not stored)."""
+
+    def __init__(self, builder, vector, k, mask=None):
+        self.builder, self.vector, self.k, self.mask = builder, vector, k, mask
+        self.align = _bits(vector.element) // 8            # the elements' alignment, not the vector's
+
+    def _address(self, data):
+        return self.builder.bitcast(self.builder.gep(data, [self.k]), self.vector.as_pointer())
+
+    def _masked(self, name, returns, args):
+        suffix = f"v{self.vector.count}f{_bits(self.vector.element)}"
+        return cgutils.get_or_insert_function(self.builder.module, ir.FunctionType(returns, args),
+                                              f"llvm.masked.{name}.{suffix}.p0{suffix}")
+
+    def load(self, data):
+        if self.mask is None:
+            return self.builder.load(self._address(data), align=self.align)
+        fn = self._masked("load", self.vector, [self.vector.as_pointer(), _I32, self.mask.type, self.vector])
+        return self.builder.call(fn, [self._address(data), _I32(self.align), self.mask, ir.Constant(self.vector, None)])
+
+    def store(self, value, data):
+        if self.mask is None:
+            self.builder.store(value, self._address(data), align=self.align)
+            return
+        fn = self._masked("store", ir.VoidType(), [self.vector, self.vector.as_pointer(), _I32, self.mask.type])
+        self.builder.call(fn, [value, self._address(data), _I32(self.align), self.mask])
 
 
 def _splat(builder, x, count):
@@ -106,8 +104,8 @@ def sum_blocks(builder, vector, K, body):
         builder.store(builder.select(one_more, builder.fadd(b, last), b), odd)
     total = builder.fadd(builder.load(even), builder.load(odd))
     lane = [builder.extract_element(total, _I32(i)) for i in range(LANES)]
-    pairs = [builder.fadd(lane[i], lane[i + 1]) for i in range(0, LANES, 2)]
-    return builder.fadd(builder.fadd(pairs[0], pairs[1]), builder.fadd(pairs[2], pairs[3]))
+    two = [builder.fadd(lane[i], lane[i + 1]) for i in range(0, LANES, 2)]
+    return builder.fadd(builder.fadd(two[0], two[1]), builder.fadd(two[2], two[3]))
 
 
 def each_block(builder, vector, K, body):
