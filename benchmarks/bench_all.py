@@ -4,7 +4,7 @@
 
 In order, each a child process writing its own results under benchmarks/results/:
   bench_kernel.py   E-step throughput against a measured roofline, thread scaling, profiles
-  bench_globalstep.py  the dense global step today against a lazily scaled one (a proposal)
+  bench_globalstep.py  the dense global step against the lazily scaled one LDA uses
   bench_peers.py    time to held-out quality against gensim, scikit-learn, tomotopy, Vowpal Wabbit
   bench_scale.py    peak RSS and throughput on 10k, 100k and 1M synthetic documents
   bench_startup.py  start-up of short commands, cold and warm numba cache
