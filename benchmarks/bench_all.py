@@ -116,7 +116,9 @@ def summarize(out):
         if "peak_rss_1M_mb" in t:
             add("scale: peak RSS at 1M documents < 1.5 GB", f"{t['peak_rss_1M_mb']:.0f} MB", t["rss_target_met"], "scale.md")
         if "throughput_1M_over_100k" in t:
-            add("scale: tokens/s at 1M within 20% of 100k", f"{t['throughput_1M_over_100k']:.2f}",
+            add("scale: tokens/s at 1M within 20% of 100k (judged as no more than 20% slower: the smaller "
+                "run carries the same fixed costs over fewer tokens)",
+                f"1M / 100k = {t['throughput_1M_over_100k']:.2f}",
                 t["throughput_target_met"], "scale.md")
     if startup:
         for k, t in startup["targets"].items():
