@@ -1,5 +1,6 @@
 """Cached kernels are dropped when any kernel source changes (topicscale/kernels/__init__.py)."""
 import os
+from pathlib import Path
 
 import topicscale.kernels as kernels
 from topicscale.kernels import STAMP_NAME, cache_folders, drop_stale_caches
@@ -33,7 +34,6 @@ def test_caches_survive_until_a_source_changes_then_all_are_dropped(tmp_path):
 
 def test_importing_the_kernels_records_the_current_sources():
     """The package import ran the check: its stamp names every kernel source as it is now."""
-    from pathlib import Path
     directory = Path(kernels.__file__).parent
     stamp = (directory / "__pycache__" / STAMP_NAME).read_text().splitlines()
     assert [line.split()[0] for line in stamp] == sorted(p.name for p in directory.glob("*.py"))
@@ -55,3 +55,28 @@ def test_caches_under_numba_cache_dir_are_checked_too(tmp_path, monkeypatch):
     assert drop_stale_caches(sources) == 0 and len(cached_files(sources, user_cache)) == 3
     (sources / "a.py").write_text("def f(): return 1\n")
     assert drop_stale_caches(sources) == 3 and cached_files(sources, user_cache) == []
+
+
+def test_the_user_wide_numba_cache_is_checked_once_numba_has_made_it(tmp_path, monkeypatch):
+    """Where __pycache__ cannot be written, numba caches under the user's cache folder
+    (UserWideCacheLocator, named as for NUMBA_CACHE_DIR): once that folder exists, its kernels are
+    dropped after a source change too; until then it is left alone (nothing written there)."""
+    from numba.core.caching import UserWideCacheLocator
+
+    def f():
+        pass
+    sources = tmp_path / "kernels"
+    sources.mkdir()
+    (sources / "a.py").write_text("def f(): pass\n")
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    user_wide = Path(UserWideCacheLocator(f, str(sources / "a.py")).get_cache_path())
+    assert cache_folders(sources) == [sources / "__pycache__"] and not user_wide.exists()
+    user_wide.mkdir(parents=True)
+    assert cache_folders(sources) == [sources / "__pycache__", user_wide]
+    make_caches(sources, user_wide)
+    assert drop_stale_caches(sources) == 3 and cached_files(sources, user_wide) == []   # no stamp yet
+    make_caches(sources, user_wide)
+    assert drop_stale_caches(sources) == 0 and len(cached_files(sources, user_wide)) == 3
+    (sources / "a.py").write_text("def f(): return 1\n")
+    assert drop_stale_caches(sources) == 3 and cached_files(sources, user_wide) == []

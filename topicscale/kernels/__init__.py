@@ -5,9 +5,10 @@ another module (meanfield's sweep calls special's exp_dirichlet_lanes) would kee
 old code after only that module changed, as after a `git pull` in an editable install.
 Importing this package therefore drops every cached kernel when any kernel source changed
 since the caches were written (names, sizes and modification times of the sources, recorded in
-sources.stamp beside the caches); the next call compiles afresh. Both places numba caches in
-are checked: __pycache__, and the folder for this package under NUMBA_CACHE_DIR when it is set.
-(Where neither can be written, numba caches in the user's cache folder, which is not checked.)
+sources.stamp beside the caches); the next call compiles afresh. Every place numba caches in
+is checked: __pycache__; the folder for this package under NUMBA_CACHE_DIR when it is set; and,
+when numba has made it (where __pycache__ cannot be written, as in a read-only install), the
+folder for this package in the user's cache folder (~/.cache/numba on Linux).
 """
 import hashlib
 import os
@@ -17,15 +18,21 @@ STAMP_NAME = "sources.stamp"
 
 
 def cache_folders(directory):
-    """The folders numba caches the kernels of `directory` in: its __pycache__ and, when
+    """The folders numba caches the kernels of `directory` in: its __pycache__; when
     NUMBA_CACHE_DIR is set, NUMBA_CACHE_DIR/<folder name>_<SHA-1 of its absolute path> (as
-    numba's _CacheLocator.get_suitable_cache_subpath names it)."""
+    numba's _CacheLocator.get_suitable_cache_subpath names it); and the same subfolder of the
+    user's numba cache folder when it exists (numba's UserWideCacheLocator made it)."""
+    from numba.misc.appdirs import AppDirs          # the kernel modules import numba anyway
+
     directory = Path(directory).absolute()
+    subfolder = f"{directory.name}_{hashlib.sha1(str(directory).encode()).hexdigest()}"
     folders = [directory / "__pycache__"]
     user_dir = os.environ.get("NUMBA_CACHE_DIR")
     if user_dir:
-        hashed = hashlib.sha1(str(directory).encode()).hexdigest()
-        folders.append(Path(user_dir).absolute() / f"{directory.name}_{hashed}")
+        folders.append(Path(user_dir).absolute() / subfolder)
+    user_wide = Path(AppDirs(appname="numba", appauthor=False).user_cache_dir) / subfolder
+    if user_wide.is_dir():
+        folders.append(user_wide)
     return folders
 
 
