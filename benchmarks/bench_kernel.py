@@ -429,8 +429,7 @@ def summarize_case(r, threads):
     if est1 and est2:
         # per-run pairs are interleaved: the ratio of medians and the spread of per-repeat ratios
         row["thread_speedup"] = est1["median_seconds"] / est2["median_seconds"]
-        pairs = [a / b for a, b in zip(est1["seconds"], est2["seconds"])]
-        row["thread_speedup_runs"] = pairs
+        row["thread_speedup_runs"] = paired_ratios(est1, est2)
     if roof1 and roof2:
         row["roofline_thread_speedup"] = roof1["median_seconds"] / roof2["median_seconds"]
     cvb0, cvb0_roof = row["per"].get(f"cvb0@{threads}"), row["per"].get(faster(row["per"], "roofline_axpy_cvb0", threads))

@@ -196,7 +196,6 @@ def fmt_spread(xs, digits=2):
     return f"{med(xs):.{digits}f} [{s['min']:.{digits}f}-{s['max']:.{digits}f}]"
 
 
-
 def fmt_percent_runs(xs):
     """'median% [min-max%]' of ratios (per-repeat efficiencies), or '-'."""
     if not xs:
