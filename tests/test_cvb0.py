@@ -29,6 +29,18 @@ def test_cvb0_kernel_matches_reference(K, burn_in):
         assert np.isclose((result.gamma[d] - alpha).sum(), counts[a:b].sum(), rtol=1e-12)
 
 
+def test_cvb0_refuses_alpha_or_an_entry_buffer_of_another_k():
+    """The kernel writes K topics per row: alpha or an entry buffer of another width is refused
+    before it runs."""
+    rng = np.random.default_rng(2)
+    indptr, indices, counts = random_csr(rng, 5, 40)
+    topics = rng.gamma(0.5, 1.0, size=(40, 4))
+    with pytest.raises(ValueError, match="K = 4"):
+        CVB0().fit(indptr, indices, counts, topics, np.full(3, 0.1))
+    with pytest.raises(ValueError, match="K = 4"):
+        CVB0()._run(indptr, indices, counts, topics, np.full(4, 0.1), np.empty((len(indices), 5)))
+
+
 def test_cvb0_step_sizes_off_the_table_match_reference():
     """rho_t comes from a table for integer t below kernels.cvb0.STEP_TABLE_MAX; fractional counts
     and documents longer than the table compute it where needed, with the same result."""

@@ -1,5 +1,6 @@
 """Cached kernels are dropped when any kernel source changes (topicscale/kernels/__init__.py)."""
 import os
+import shutil
 from pathlib import Path
 
 import topicscale.kernels as kernels
@@ -57,10 +58,11 @@ def test_caches_under_numba_cache_dir_are_checked_too(tmp_path, monkeypatch):
     assert drop_stale_caches(sources) == 3 and cached_files(sources, user_cache) == []
 
 
-def test_the_user_wide_numba_cache_is_checked_once_numba_has_made_it(tmp_path, monkeypatch):
+def test_the_user_wide_numba_cache_is_checked_when_numba_caches_there(tmp_path, monkeypatch):
     """Where __pycache__ cannot be written, numba caches under the user's cache folder
-    (UserWideCacheLocator, named as for NUMBA_CACHE_DIR): once that folder exists, its kernels are
-    dropped after a source change too; until then it is left alone (nothing written there)."""
+    (UserWideCacheLocator, named as for NUMBA_CACHE_DIR). That folder is checked when it exists,
+    and stamped ahead of numba when __pycache__ cannot be written (so the first run's kernels are
+    not dropped for want of a stamp); otherwise nothing is written there."""
     from numba.core.caching import UserWideCacheLocator
 
     def f():
@@ -80,3 +82,11 @@ def test_the_user_wide_numba_cache_is_checked_once_numba_has_made_it(tmp_path, m
     assert drop_stale_caches(sources) == 0 and len(cached_files(sources, user_wide)) == 3
     (sources / "a.py").write_text("def f(): return 1\n")
     assert drop_stale_caches(sources) == 3 and cached_files(sources, user_wide) == []
+    shutil.rmtree(user_wide)
+    real_access = os.access
+    monkeypatch.setattr(os, "access",
+                        lambda path, mode: Path(path) != sources / "__pycache__" and real_access(path, mode))
+    assert cache_folders(sources) == [sources / "__pycache__", user_wide]
+    drop_stale_caches(sources)                       # stamps the user-wide folder before numba writes
+    make_caches(sources, user_wide)
+    assert drop_stale_caches(sources) == 0 and len(cached_files(sources, user_wide)) == 3

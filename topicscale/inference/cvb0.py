@@ -55,6 +55,9 @@ class CVB0:
 
     def _run(self, indptr, indices, counts, topics, alpha, entry_gamma):
         D, K = indptr.shape[0] - 1, topics.shape[1]
+        if len(alpha) != K or entry_gamma.shape[1] != K:      # the kernel writes K topics a row
+            raise ValueError(f"alpha ({len(alpha)}) and the entry buffer ({entry_gamma.shape[1]} columns) "
+                             f"must have the topics' K = {K}")
         n_chunks = n_chunks_for(D)
         gamma = np.empty((D, K))
         passes = np.zeros(D, dtype=np.int64)

@@ -95,6 +95,9 @@ class MeanField:
         with single_topics (the same rows in float32), in single precision (see the class)."""
         D, K = indptr.shape[0] - 1, topics.shape[1]
         alpha = np.asarray(alpha, dtype=np.float64)
+        topics = np.ascontiguousarray(topics)            # the kernels read rows as contiguous blocks
+        if single_topics is not None:
+            single_topics = np.ascontiguousarray(single_topics)
         n_chunks = max(1, min(D, 4 * numba.get_num_threads()))
         gamma = np.empty((D, K))
         exp_elog_theta = np.empty((D, K))

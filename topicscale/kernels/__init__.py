@@ -6,9 +6,10 @@ old code after only that module changed, as after a `git pull` in an editable in
 Importing this package therefore drops every cached kernel when any kernel source changed
 since the caches were written (names, sizes and modification times of the sources, recorded in
 sources.stamp beside the caches); the next call compiles afresh. Every place numba caches in
-is checked: __pycache__; the folder for this package under NUMBA_CACHE_DIR when it is set; and,
-when numba has made it (where __pycache__ cannot be written, as in a read-only install), the
-folder for this package in the user's cache folder (~/.cache/numba on Linux).
+is checked: __pycache__; the folder for this package under NUMBA_CACHE_DIR when it is set; and
+the folder for this package in the user's cache folder (~/.cache/numba on Linux), which numba
+uses where __pycache__ cannot be written (a read-only install): checked when it exists, and
+stamped ahead of numba when __pycache__ cannot be written.
 """
 import hashlib
 import os
@@ -21,7 +22,8 @@ def cache_folders(directory):
     """The folders numba caches the kernels of `directory` in: its __pycache__; when
     NUMBA_CACHE_DIR is set, NUMBA_CACHE_DIR/<folder name>_<SHA-1 of its absolute path> (as
     numba's _CacheLocator.get_suitable_cache_subpath names it); and the same subfolder of the
-    user's numba cache folder when it exists (numba's UserWideCacheLocator made it)."""
+    user's numba cache folder (numba's UserWideCacheLocator) when it exists or when __pycache__
+    cannot be written, so that numba will cache there."""
     from numba.misc.appdirs import AppDirs          # the kernel modules import numba anyway
 
     directory = Path(directory).absolute()
@@ -31,7 +33,8 @@ def cache_folders(directory):
     if user_dir:
         folders.append(Path(user_dir).absolute() / subfolder)
     user_wide = Path(AppDirs(appname="numba", appauthor=False).user_cache_dir) / subfolder
-    if user_wide.is_dir():
+    in_tree = folders[0] if folders[0].is_dir() else directory
+    if user_wide.is_dir() or not os.access(in_tree, os.W_OK):
         folders.append(user_wide)
     return folders
 

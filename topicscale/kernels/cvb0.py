@@ -19,7 +19,7 @@ gamma = alpha + n_theta after the final pass.
 Speed (the default local step on short documents, so the training hot path there): the step
 sizes rho_t come from a table over integer t (every count is an integer), which the caller builds
 once (step_table), so no word pays a pow; keep = 1 - rho for m_p = 1 and (1 - rho)^m_p by
-repeated squaring for other whole counts. One pass over the topics (lanes.blend_weigh, explicit
+repeated squaring for other whole counts below 64. One pass over the topics (lanes.blend_weigh, explicit
 8-lane vectors) updates N^Theta for a word and weighs the next word's row, summing its normaliser
 in vector lanes (GCIDE, 2 passes: K=50 1.28x, K=200 1.23x against three loops with a scalar
 sum). On a large vocabulary the step waits on memory for each word's topic row; the first pass
@@ -56,8 +56,10 @@ def step_table(s, tau, kappa):
 def keep_power(x, m):
     """x ** m by repeated squaring when m is a whole number below 64 (word counts are), else pow:
     a count above 1 on a short document otherwise calls pow for every pass (GCIDE: 12% of words)."""
+    if not 0.0 < m < 64.0:
+        return x ** m
     n = int(m)
-    if n != m or not 0 < n < 64:
+    if n != m:
         return x ** m
     result = x if n & 1 else 1.0
     n >>= 1

@@ -78,7 +78,8 @@ def _last_block(builder, vector, K, full):
 
 
 def sum_blocks(builder, vector, K, body):
-    """sum over the blocks of [0, K) of body(block) (a vector; 0 in masked-off lanes), in this order:
+    """sum over the blocks of [0, K) of body(block) (a vector whose masked-off lanes must be 0:
+    blend_weigh's are, from zero loads, while its scalars are finite), in this order:
     blocks 0, 2, 4, ... summed in one vector and blocks 1, 3, 5, ... in another (the last block,
     masked, in whichever its index gives), the two added, then the 8 lanes of a float64 vector as
     ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). tests/reference.py:lane_sum is the same."""
@@ -126,7 +127,7 @@ def _vector(ty, dtype=types.float64):
 
 
 def _absent(ty):
-    return isinstance(ty, (types.NoneType, types.Omitted))
+    return isinstance(ty, types.NoneType)
 
 
 @intrinsic
