@@ -186,7 +186,8 @@ def render(r):
          f"(S = 500, {r['mean_words_per_batch']:.0f} distinct words each), random statistics. Load average "
          f"{r['machine']['loadavg'][0]:.1f}. LDA's global step has been lazily scaled since 2026-11-25 "
          "(models/lda.py); HDP's is still dense in numba.", "",
-         "| per minibatch, ms | dense in numpy (until 2026-11-24) | dense in numba, parallel (LDA until 2026-11-25; HDP) | "
+         "| per minibatch, ms | dense in numpy (until 2026-11-24) | "
+         "dense in numba, parallel (LDA until 2026-11-25; HDP) | "
          "lazily scaled, touched rows only (this benchmark's numpy copy of LDA's scheme) |", "|---|---:|---:|---:|"]
     for (a, x), z, (b, y) in zip(r["dense_seconds"].items(), r["shipped_seconds"].values(),
                                  r["lazy_seconds"].items()):

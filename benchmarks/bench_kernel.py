@@ -446,6 +446,12 @@ def paired_ratios(a, b):
     return [x / y for x, y in zip(a["seconds"], b["seconds"])]
 
 
+def efficiency_cell(case, key):
+    """'62% (59% [36-89%] per repeat)': the ratio of median rates, then the per-repeat ratios."""
+    return (f"{100 * case.get(key, float('nan')):.0f}% "
+            f"({fmt_percent_runs(case.get(key + '_runs'))} per repeat)")
+
+
 def faster(per, roofline, threads):
     """The key of the faster of a roofline and its prefetching twin (timed at `threads`), or None."""
     timed = [k for k in (f"{roofline}@{threads}", f"{roofline}_prefetch@{threads}") if k in per]
@@ -504,7 +510,8 @@ def render(r):
         sp = c.get("thread_speedup_runs") or []
         L.append(f"| {key} | {raw['docs']} | {raw['mean_distinct_words']:.1f} | {raw['mean_sweeps']:.1f} | "
                  f"{raw['topic_matrix_mb_per_batch']:.1f} | {g(f'estep@{thr}')} | {g(f'roofline_axpy32@{thr}')} | "
-                 f"{pct('efficiency')} ({fmt_percent_runs(c.get('efficiency_runs'))} per repeat) | {g(f'estep_double@{thr}')} | {g(c.get('double_roofline') or '-')} | "
+                 f"{efficiency_cell(c, 'efficiency')} | {g(f'estep_double@{thr}')} | "
+                 f"{g(c.get('double_roofline') or '-')} | "
                  f"{pct('efficiency_double')} | {pct('efficiency_madd')} | {pct('efficiency_1thread')} | "
                  f"{c.get('thread_speedup', float('nan')):.2f}x ({fmt_spread(sp, 2)} per repeat) | "
                  f"{c.get('roofline_thread_speedup', float('nan')):.2f}x |")
@@ -525,7 +532,7 @@ def render(r):
             continue
         rate = lambda n: f"{per[f'{n}@{thr}']['per_second_per_core'] / 1e9:.3f}" if f"{n}@{thr}" in per else "-"
         L.append(f"| {key} | {rate('cvb0')} | {rate('roofline_axpy_cvb0')} | {rate('roofline_axpy_cvb0_prefetch')} | "
-                 f"{100 * c.get('efficiency_cvb0', float('nan')):.0f}% ({fmt_percent_runs(c.get('efficiency_cvb0_runs'))} per repeat) |")
+                 f"{efficiency_cell(c, 'efficiency_cvb0')} |")
     L.append("")
     L.append("### Where the kernel's time goes (what-if variants, same sweeps, 2 threads; G updates/s/core)")
     L.append("")

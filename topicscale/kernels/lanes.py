@@ -66,7 +66,8 @@ class _Block:
 def _splat(builder, x, count):
     """A vector of `count` copies of x."""
     one = builder.insert_element(ir.Constant(ir.VectorType(x.type, count), None), x, _I32(0))
-    return builder.shuffle_vector(one, ir.Constant(one.type, None), ir.Constant(ir.VectorType(_I32, count), [0] * count))
+    zeros = ir.Constant(ir.VectorType(_I32, count), [0] * count)
+    return builder.shuffle_vector(one, ir.Constant(one.type, None), zeros)
 
 
 def _last_block(builder, vector, K, full):
