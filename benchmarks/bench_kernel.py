@@ -267,11 +267,13 @@ def whole_pass_local(corpus):
 def fit_command(corpus, K, threads, out):
     """`topicscale fit` of a K-topic model on MAX_DOCS documents of the corpus, with the shared
     settings and whole_pass_local's local step, into `out`."""
+    local = whole_pass_local(corpus)
+    estep = ["--max-iter", "100", "--tol", "0.001"] if local == "meanfield" else []
     return topicscale_command() + [
         "fit", corpus["train"], "-k", str(K), "--batch-size", str(SETTINGS["batch_size"]), "--passes", "1",
-        "--max-docs", str(MAX_DOCS), "--local", whole_pass_local(corpus),
-        "--kappa", "0.7", "--tau", "10", "--alpha", repr(1.0 / K), "--eta", "0.01", "--max-iter", "100",
-        "--tol", "0.001", "--threads", str(threads), "--seed", "0", "--quiet", "--json", "--force", "-o", str(out)]
+        "--max-docs", str(MAX_DOCS), "--local", local, "--kappa", "0.7", "--tau", "10", "--alpha", repr(1.0 / K),
+        "--eta", "0.01", *estep, "--threads", str(threads), "--seed", "0", "--quiet", "--json", "--force",
+        "-o", str(out)]
 
 
 def base_model(corpus, K, work, env, log, threads):

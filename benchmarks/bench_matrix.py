@@ -130,11 +130,11 @@ class SVB(SVI):
 
 def build(spec, corpus, K, seed):
     model = LDAModel.initial(corpus.vocab, K, spec["alpha"], spec["eta"], np.random.default_rng([seed, 0x1A]))
-    local = registry.lookup(registry.LOCAL_STEPS, "lda", spec["local"], "local")(**spec["local_kw"])
+    local = registry.local_step_class(spec["local"])(**spec["local_kw"])
     kwargs = dict(spec["algo"])
     if spec["algorithm"] == "svb":
         return model, local, SVB(model, local, corpus.n_docs, **kwargs)
-    cls = registry.lookup(registry.ALGORITHMS, "lda", spec["algorithm"], "algorithm")
+    cls = registry.global_step_class("lda", spec["algorithm"])
     if spec["algorithm"] == "scvb0":
         kwargs["corpus_tokens"] = corpus.n_tokens
     if spec["algorithm"] != "svi":
@@ -164,7 +164,7 @@ def run_one(spec, corpus, heldout, K, seed):
 
     def evaluate(m):
         t0 = time.perf_counter()
-        own = evaluate_model(m, heldout, local=local)
+        own = evaluate_model(m, heldout, fold_in="own", local=local)
         common = evaluate_topics(m.expected_beta().T, heldout)
         eval_seconds.append(time.perf_counter() - t0)
         return {"per_word_ll": own["per_word_ll"], "common_ll": common["per_word_ll"], "train_cpu": cpu[0]}
@@ -209,7 +209,7 @@ def warm_up(specs, corpus, heldout, K, seed):
             algo.corpus_docs = 100
         for start in (0, 50):
             algo.step(corpus.rows(np.arange(start, start + 50)))
-        evaluate_model(model, heldout, local=local)
+        evaluate_model(model, heldout, fold_in="own", local=local)
     evaluate_topics(model.expected_beta().T, heldout)
     return time.perf_counter() - t0
 

@@ -167,7 +167,7 @@ def cli_check(args, corpus, K, passes, B, env, work, log, ts_curve):
     ts = topicscale_command()
     cmd = ts + ["fit", corpus["train"], "-k", str(K), "--batch-size", str(args.batch_size), "--passes", str(passes),
                 "--kappa", repr(args.kappa), "--tau", repr(args.tau), "--alpha", repr(1.0 / K), "--eta", repr(args.eta),
-                "--max-iter", str(args.max_iter), "--tol", repr(args.tol), "--threads", str(args.threads),
+                "--threads", str(args.threads),
                 "--seed", str(args.seed), "--heldout", corpus["heldout"], "--eval-every", str(B),
                 "--quiet", "--json", "--force", "-o", str(out)]
     try:

@@ -107,6 +107,16 @@ def gcide_jsonl(index, data, out):
 
 
 # ------------------------------------------------------------------------------ prepare
+def _prepare_version():
+    """topicscale.corpus.prepare.PREPARE_VERSION of the source tree the benchmarks run (ROOT,
+    which common.child_env puts first on the commands' PYTHONPATH): a corpus prepared by an
+    older `prepare` is redone though its command line is unchanged."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(1, str(ROOT))
+    from topicscale.corpus.prepare import PREPARE_VERSION
+    return PREPARE_VERSION
+
+
 def _prepared(path, recipe):
     stamp = Path(path) / "bench-recipe.json"
     return (Path(path) / "manifest.json").is_file() and stamp.is_file() and \
@@ -137,7 +147,7 @@ def prepare_corpus(name, work, cache, env, log, allow_apt=True):
     else:
         raise BenchError(f"unknown corpus {name}")
     cmd = ts + ["prepare"] + source + ["--heldout", "0.1", "--seed", "0", "--quiet", "--json", "-o", str(train)]
-    recipe = {"command": cmd[len(ts):]}
+    recipe = {"command": cmd[len(ts):], "prepare_version": _prepare_version()}
     if not (_prepared(train, recipe) and (held / "manifest.json").is_file()):
         run(cmd, env, f"prepare {name}", log)
         (train / "bench-recipe.json").write_text(json.dumps(recipe))

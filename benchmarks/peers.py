@@ -115,28 +115,23 @@ def train_topicscale(spec, snaps):
     """topicscale's driver loop, in process; snapshots by its evaluation hook."""
     import numba
     import numpy as np
-    from topicscale import registry, runs
+    import dataclasses
+    from topicscale import runs
     from topicscale.corpus.shards import Corpus
-    from topicscale.train import RunLimits, train
+    from topicscale.train import train
     s = spec["settings"]
     numba.set_num_threads(s["threads"])
     corpus = Corpus(spec["train"])
-    config = {"model": "lda", "algorithm": "svi", "local": None, "n_topics": s["topics"],
-              "batch_size": s["batch_size"], "kappa": s["kappa"], "tau": s["tau"], "alpha": s["alpha"],
-              "eta": s["eta"], "passes": float(s["passes"]), "max_docs": 0, "time_limit": 0.0,
-              "max_iter": s["max_iter"], "tol": s["tol"], "accelerate": False,
-              "seed": s["seed"], "threads": s["threads"], "heldout": None, "eval_every": 1,
-              "checkpoint_every": 0, "checkpoint_seconds": 0.0, "init_model": None, "force": True,
-              "output": None, "corpus": str(Path(spec["train"]).resolve()),
-              **TOPICSCALE_VARIANTS[spec["tool"]]}
+    # the options `fit` is given (the E-step cap and tolerance are its defaults, 100 and 1e-3:
+    # giving them would select the mean-field step)
+    config = {"model": "lda", "algorithm": "svi", "n_topics": s["topics"], "batch_size": s["batch_size"],
+              "kappa": s["kappa"], "tau": s["tau"], "alpha": s["alpha"], "eta": s["eta"],
+              "passes": float(s["passes"]), "seed": s["seed"], "threads": s["threads"], "output": None,
+              "corpus": str(Path(spec["train"]).resolve()), **TOPICSCALE_VARIANTS[spec["tool"]]}
     config = runs.with_defaults(config)
-    model = runs._new_model(config, corpus)                 # the same construction as `fit`
-    model.settings.update({k: v for k, v in config.items() if k not in runs.RUN_ONLY})
-    local = registry.local_step_for(model)
-    algorithm = registry.lookup(registry.ALGORITHMS, model.kind, config["algorithm"], "algorithm")
-    algo = registry.build(algorithm, model, local, corpus.n_docs,
-                          settings={**config, "corpus_tokens": corpus.n_tokens})
-    limits = RunLimits(**{k: config[k] for k in RunLimits.__dataclass_fields__})
+    model = runs.new_model(config, corpus)                  # the same construction as `fit`
+    algo = runs.build_algorithm(model, config, corpus)
+    limits = dataclasses.replace(runs.run_limits(config), eval_every=1)     # the snapshot hook
     wanted = set(spec["snap_batches"]) | {int(round(s["passes"])) * -(-corpus.n_docs // s["batch_size"])}
     records = []
     state = {"train_seconds": 0.0}

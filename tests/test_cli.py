@@ -64,7 +64,7 @@ def test_fit_summary_metrics_and_eval(model):
     assert len(evals) >= 2 and records[-1]["event"] == "summary"
     assert evals[-1]["per_word_ll"] > evals[0]["per_word_ll"]
     ev = json.loads(run("eval", root / "model", root / "corpus-heldout", "--json").output)
-    assert set(ev) == {"per_word_ll", "perplexity", "documents", "heldout_tokens"}
+    assert set(ev) == {"per_word_ll", "perplexity", "documents", "heldout_tokens", "protocol"}
     assert ev["per_word_ll"] == pytest.approx(summary["heldout"]["per_word_ll"], rel=1e-12)
     assert -11 < ev["per_word_ll"] < -5
     assert ev["perplexity"] == pytest.approx(np.exp(-ev["per_word_ll"]))
@@ -243,7 +243,7 @@ def test_estep_beta_mean_is_kept_by_the_model_and_scores_better(sotu, tmp_path):
     direct = document_completion(Corpus(held), beta, beta, model.alpha)["per_word_ll"]
     assert json.loads(run("eval", tmp_path / "mean", held, "--json").output)["per_word_ll"] == pytest.approx(direct)
     r = run("fit", root / "corpus", "--algorithm", "scvb0", "--estep-beta", "mean", "-o", tmp_path / "x", ok=False)
-    assert_user_error(r, "--estep-beta", "--algorithm svi or batch")
+    assert_user_error(r, "--estep-beta goes with --local meanfield", "--algorithm scvb0 --local cvb0")
 
 
 def test_default_local_step_is_cvb0_for_short_documents_and_many_updates(sotu, tmp_path):
@@ -262,7 +262,7 @@ def test_default_local_step_is_cvb0_for_short_documents_and_many_updates(sotu, t
         assert json.loads(out.output)["local"] == ("cvb0" if name == "auto" else "meanfield")
         model = load_model(tmp_path / name)
         scores[name] = evaluate_topics(model.expected_beta().T, held, alpha=0.05)["per_word_ll"]
-    assert scores["auto"] > scores["meanfield"] + 0.1          # measured: +0.22
+    print("SCORES", scores); assert scores["auto"] > scores["meanfield"] + 0.1          # measured: +0.22
     assert json.loads(run("info", tmp_path / "auto", "--json").output)["local"] == "cvb0"
     for extra in (["--batch-size", "256"], ["--batch-size", "16", "--accelerate"],
                   ["--batch-size", "16", "--estep-beta", "exp-elog"], ["--batch-size", "16", "--max-docs", "2000"]):

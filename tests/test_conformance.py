@@ -10,9 +10,7 @@ from topicscale import registry
 from topicscale.cli import cli
 from topicscale.models import load_model
 
-COMBINATIONS = [(model, algorithm, local)
-                for (model, algorithm), default in sorted(registry.DEFAULT_LOCAL.items())
-                for local in (default,) + registry.OTHER_LOCALS.get((model, algorithm), ())]
+COMBINATIONS = [(c.model, c.algorithm, local) for c in registry.MATRIX for local in c.locals]
 
 
 def run(*args):

@@ -189,3 +189,57 @@ def test_synthetic_corpus_follows_the_topics(tmp_path):
     # a seed gives one corpus
     synthesize(beta, vocab, tmp_path / "t", 3000, 20.0, alpha=0.01, seed=4)
     assert np.array_equal(Corpus(tmp_path / "t").rows(np.arange(3000)).indices, block.indices)
+
+
+
+def _split_source(tmp_path, extra):
+    """40 JSON-lines documents "apple banana cherry" plus extra.get(position, ""), and the
+    positions prepare(heldout=0.25, seed=0) holds out and keeps for training."""
+    held = heldout_rows(40, 0.25, 0).tolist()
+    lines = [{"id": f"d{i}", "text": "apple banana cherry " + extra.get(i, "")} for i in range(40)]
+    src = tmp_path / "docs.jsonl"
+    src.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return src
+
+
+def test_a_word_only_in_heldout_documents_is_not_in_the_vocabulary(tmp_path):
+    """The vocabulary comes from the training documents: a word that occurs only in held-out
+    documents (here in two, enough for --min-df 2 if they counted) is dropped from them and
+    counted; the held-out draw is unchanged, and the manifests record prepare_version 2."""
+    held = heldout_rows(40, 0.25, 0).tolist()
+    train_pos = [i for i in range(40) if i not in held]
+    extra = {held[0]: "zebra zebra", held[1]: "zebra date", train_pos[0]: "date", train_pos[1]: "date"}
+    s = prepare([str(_split_source(tmp_path, extra))], tmp_path / "c", heldout=0.25, seed=0, min_df=2,
+                max_df=1.0, progress=False)
+    train, heldout = Corpus(tmp_path / "c"), Corpus(tmp_path / "c-heldout")
+    assert train.vocab == heldout.vocab == ["apple", "banana", "cherry", "date"]
+    assert heldout.ids() == [f"d{i}" for i in held]
+    assert s["heldout_dropped_tokens"] == s["dropped_tokens"] == 3
+    assert (train.n_tokens, heldout.n_tokens) == (3 * 30 + 2, 3 * 10 + 1)
+    assert s["prepare_version"] == 2
+    for corpus in (train, heldout):
+        stats = json.loads((corpus.path / "manifest.json").read_text())["stats"]
+        assert stats["prepare_version"] == 2 and stats["heldout_dropped_tokens"] == 3
+
+
+def test_document_frequencies_for_pruning_count_training_documents_only(tmp_path):
+    """--min-df and --max-df (a fraction of the 30 training documents) see the training
+    documents only: 'yak' is in two training documents and one held-out one (3 >= --min-df 3
+    only when held-out documents count), 'kiwi' in three training documents and one held-out;
+    'plum' in 14 training and 2 held-out documents (16/40 <= --max-df 0.45 < 14/30)."""
+    held = heldout_rows(40, 0.25, 0).tolist()
+    train_pos = [i for i in range(40) if i not in held]
+    extra = {}
+    for words, positions in (("yak", train_pos[:2] + held[:1]), ("kiwi", train_pos[2:5] + held[4:5]),
+                             ("plum", train_pos[10:24] + held[2:4])):
+        for p in positions:
+            extra[p] = extra.get(p, "") + " " + words
+    src = _split_source(tmp_path, extra)
+    # apple, banana and cherry are in every document, above --max-df
+    prepare([str(src)], tmp_path / "c", heldout=0.25, seed=0, min_df=3, max_df=0.45, progress=False)
+    assert Corpus(tmp_path / "c").vocab == ["kiwi"] == Corpus(tmp_path / "c-heldout").vocab
+    prepare([str(src)], tmp_path / "d", heldout=0.25, seed=0, min_df=3, max_df=0.5, progress=False)
+    assert Corpus(tmp_path / "d").vocab == ["kiwi", "plum"]
+    # without held-out documents every document counts
+    prepare([str(src)], tmp_path / "e", min_df=3, max_df=0.45, progress=False)
+    assert Corpus(tmp_path / "e").vocab == ["kiwi", "plum", "yak"]

@@ -22,6 +22,7 @@ from topicscale.cli import cli
 from topicscale.corpus.shards import Rows
 from topicscale.evaluate import evaluate_model
 from topicscale.inference.ctm import CTMBatch, CTMStats, CTMSVI, Delta, Laplace, seed_topics
+from topicscale.inference.local import estep_statistics
 from topicscale.kernels import ctm as kernel
 from topicscale.models import load_model
 from topicscale.models.ctm import CTMModel, CTMPrior, shrink_covariance
@@ -221,7 +222,7 @@ def test_minibatch_statistics_match_reference():
     indptr, indices, counts, _, _ = random_problem(7, 5, V=40, D=30)
     model = small_model()
     batch = Rows(np.arange(30), indptr, indices, counts)
-    stats, result = Laplace(max_iter=300, tol=1e-10).statistics(batch, model)
+    stats, result = estep_statistics(Laplace(max_iter=300, tol=1e-10), batch, model)
     beta, prior = model.expected_beta(), model.local_prior()
     word_topic = np.zeros((40, 5))
     second = np.zeros((5, 5))

@@ -64,7 +64,7 @@ def test_bbvi_document_step_is_deterministic_under_its_seed(block):
 
 
 def test_registered_and_fits_a_ctm_from_the_command_line(tmp_path):
-    assert registry.lookup(registry.LOCAL_STEPS, "ctm", "bbvi", "local") is BBVI
+    assert registry.local_step_class("bbvi") is BBVI
     rng = np.random.default_rng(5)
     K, V = 4, 120
     beta = planted_topics(K, V, rng)

@@ -7,6 +7,7 @@ import reference
 from test_kernels import random_csr
 from topicscale.corpus.shards import Rows
 from topicscale.inference.cvb0 import CVB0
+from topicscale.inference.local import estep_statistics
 from topicscale.kernels.lanes import blend_weigh
 from topicscale.models.lda import LDAModel
 
@@ -111,7 +112,7 @@ def test_cvb0_statistics_match_reference_and_blocks_do_not_matter():
     model = LDAModel.initial([f"w{i}" for i in range(V)], K, 0.2, 0.01, rng)
     model.lam = rng.gamma(0.3, 5.0, size=(V, K)) + 0.01         # uneven topics
     batch = Rows(np.arange(40), indptr, indices, counts)
-    stats, result = CVB0().statistics(batch, model)
+    stats, result = estep_statistics(CVB0(), batch, model)
     ref_stats, ref_gamma = reference.cvb0_statistics(indptr, indices, counts, model.expected_beta(),
                                                      model.alpha, V)
     assert np.array_equal(stats.words, np.unique(indices))
@@ -120,16 +121,16 @@ def test_cvb0_statistics_match_reference_and_blocks_do_not_matter():
     assert np.isclose(stats.word_topic.sum(), counts.sum())
     assert (stats.n_docs, stats.n_tokens) == (40, counts.sum())
     # tiny blocks of per-entry vectors: same statistics (different summation grouping only)
-    small, small_result = CVB0(block_floats=3 * K).statistics(batch, model)
+    small, small_result = estep_statistics(CVB0(block_floats=3 * K), batch, model)
     assert np.allclose(small.word_topic, stats.word_topic, rtol=1e-12, atol=1e-12)
     assert np.array_equal(small_result.gamma, result.gamma)
     # the per-entry scratch is reused from minibatch to minibatch: a step that ran a larger
     # minibatch before gives the same statistics
     local, half = CVB0(), indptr[20]
     first = Rows(np.arange(20), indptr[:21], indices[:half], counts[:half])
-    local.statistics(batch, model)
-    again, _ = local.statistics(first, model)
-    fresh, _ = CVB0().statistics(first, model)
+    estep_statistics(local, batch, model)
+    again, _ = estep_statistics(local, first, model)
+    fresh, _ = estep_statistics(CVB0(), first, model)
     assert np.array_equal(again.word_topic, fresh.word_topic)
 
 
@@ -161,7 +162,7 @@ def test_cvb0_same_result_with_one_and_two_threads():
     try:
         for threads in (1, 2):
             numba.set_num_threads(threads)
-            out.append(CVB0().statistics(batch, model))
+            out.append(estep_statistics(CVB0(), batch, model))
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     (s1, r1), (s2, r2) = out

@@ -9,6 +9,7 @@ from test_kernels import random_csr
 from topicscale.corpus.shards import Rows
 from topicscale.inference.entries import document_seeds
 from topicscale.inference.gibbs import Gibbs
+from topicscale.inference.local import estep_statistics
 from topicscale.kernels.gibbs import uniforms
 from topicscale.models.lda import LDAModel
 
@@ -65,7 +66,7 @@ def test_gibbs_statistics_deterministic_across_threads_and_blocks():
     try:
         for threads, block_floats in ((1, 1 << 22), (2, 1 << 22), (2, 5 * K)):
             numba.set_num_threads(threads)
-            out.append(Gibbs(seed=4, block_floats=block_floats).statistics(batch, model))
+            out.append(estep_statistics(Gibbs(seed=4, block_floats=block_floats), batch, model))
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     (s1, r1), (s2, r2), (s3, r3) = out
@@ -89,12 +90,12 @@ def test_gibbs_statistics_deterministic_across_threads_and_blocks():
     # minibatch before gives the same statistics
     local_step, half = Gibbs(seed=4), indptr[D // 2]
     first = Rows(batch.rows[:D // 2], indptr[:D // 2 + 1], indices[:half], counts[:half])
-    local_step.statistics(batch, model)
-    again, _ = local_step.statistics(first, model)
-    assert np.array_equal(again.word_topic, Gibbs(seed=4).statistics(first, model)[0].word_topic)
+    estep_statistics(local_step, batch, model)
+    again, _ = estep_statistics(local_step, first, model)
+    assert np.array_equal(again.word_topic, estep_statistics(Gibbs(seed=4), first, model)[0].word_topic)
     # another model step draws other numbers
     model.step += 1
-    assert not np.array_equal(Gibbs(seed=4).statistics(batch, model)[0].word_topic, s1.word_topic)
+    assert not np.array_equal(estep_statistics(Gibbs(seed=4), batch, model)[0].word_topic, s1.word_topic)
 
 
 def test_gibbs_rejects_fractional_counts_and_bad_settings():

@@ -16,6 +16,7 @@ from topicscale.cli import cli
 from topicscale.corpus.shards import Rows
 from topicscale.evaluate import evaluate_model, evaluate_topics, split_block
 from topicscale.inference.hdp import HDPLocal, HDPStats, HDPSVI
+from topicscale.inference.local import estep_statistics
 from topicscale.models import load_model
 from topicscale.models.hdp import HDPModel, HDPPrior, carrying, stick_expectations
 from topicscale.train import RunLimits, train
@@ -94,8 +95,8 @@ def test_minibatch_statistics_match_reference():
     indptr, indices, counts = random_csr(rng, 40, V)
     model = HDPModel.initial([f"w{i}" for i in range(V)], K, 0.8, 1.5, 0.05, rng, corpus_docs=500)
     model.a, model.b = rng.gamma(2.0, 5.0, size=K - 1) + 1, rng.gamma(2.0, 20.0, size=K - 1) + 1
-    stats, result = HDPLocal(max_iter=40, tol=1e-7, doc_truncation=T).statistics(
-        Rows(np.arange(40), indptr, indices, counts), model)
+    stats, result = estep_statistics(HDPLocal(max_iter=40, tol=1e-7, doc_truncation=T),
+                                     Rows(np.arange(40), indptr, indices, counts), model)
     ref_stats, ref_tables, ref_theta = reference.hdp_statistics(
         indptr, indices, counts, model.elog_beta(), model.local_prior().elog_sigma, 0.8, T, 40, 1e-7, V)
     assert np.array_equal(stats.words, np.unique(indices))

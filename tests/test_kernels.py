@@ -6,7 +6,7 @@ from numba import njit
 from scipy.special import digamma as scipy_digamma
 
 import reference
-from topicscale.inference.local import MeanField
+from topicscale.inference.local import MeanField, estep_statistics
 from topicscale.kernels import meanfield, topic_matrix
 from topicscale.kernels.lanes import add_scaled_rows
 from topicscale.kernels.minibatch import distinct_words, word_major
@@ -124,13 +124,14 @@ def test_exp_elog_beta_matches_scipy():
     """exp(psi(lam) - psi(column sum)) for chosen rows, including tiny and huge lambdas."""
     rng = np.random.default_rng(2)
     model = LDAModel.initial([f"w{i}" for i in range(200)], 7, 0.1, 0.01, rng)
-    model.lam[:5] = rng.gamma(0.05, 1.0, size=(5, 7))
-    model.lam[5:9] *= 1e6
+    lam = model.settle()                # lambda itself, writable
+    lam[:5] = rng.gamma(0.05, 1.0, size=(5, 7))
+    lam[5:9] *= 1e6
     expected = np.exp(scipy_digamma(model.lam) - scipy_digamma(model.lam.sum(axis=0)))
     np.testing.assert_allclose(model.exp_elog_beta(), expected, rtol=1e-12, atol=0)
     words = np.array([0, 3, 5, 8, 199])
     np.testing.assert_allclose(model.exp_elog_beta(words), expected[words], rtol=1e-12, atol=0)
-    model.lam[:, 2] *= 1e-9             # a column sum below 1: the digamma-difference path
+    lam[:, 2] *= 1e-9                   # a column sum below 1: the digamma-difference path
     expected = np.exp(scipy_digamma(model.lam) - scipy_digamma(model.lam.sum(axis=0)))
     np.testing.assert_allclose(model.exp_elog_beta(words), expected[words], rtol=1e-12, atol=0)
 
@@ -274,8 +275,8 @@ def test_minibatch_statistics_match_reference(precision, rtol):
     V, K = 60, 8
     indptr, indices, counts = random_csr(rng, 40, V)
     model = LDAModel.initial([f"w{i}" for i in range(V)], K, 0.2, 0.01, rng)
-    stats, result = MeanField(max_iter=30, tol=1e-7, precision=precision).statistics(
-        Rows(np.arange(40), indptr, indices, counts), model)
+    stats, result = estep_statistics(MeanField(max_iter=30, tol=1e-7, precision=precision),
+                                     Rows(np.arange(40), indptr, indices, counts), model)
     ref_stats, ref_gamma = reference.minibatch_statistics(indptr, indices, counts, model.exp_elog_beta(),
                                                           model.alpha, 30, 1e-7, V)
     assert np.array_equal(stats.words, np.unique(indices))
@@ -384,11 +385,12 @@ def test_kept_column_totals_are_used_only_for_the_same_lambda_and_step():
     kept = model.column_totals()
     assert model.step == 1
     assert np.allclose(kept, topic_matrix.column_sums(model.lam.copy()), rtol=1e-13)
-    model.lam[0, 0] += 100.0                              # another global step wrote lambda ...
+    model.settle()[0, 0] += 100.0                         # another global step wrote lambda ...
     model.step += 1
     assert np.isclose(model.column_totals()[0], kept[0] + 100.0, rtol=1e-13)   # ... and it is seen
-    model.lam = model.lam.copy()                          # a new lambda
-    model.lam[0, 0] = np.nan
+    new = model.lam.copy()                                # a new lambda
+    new[0, 0] = np.nan
+    model.lam = new
     assert not model.is_finite()
 
 
@@ -435,8 +437,12 @@ def test_lazy_global_step_matches_the_eager_update(monkeypatch, settle_below):
     assert np.allclose(lazy[1], expected[words] / totals, rtol=1e-12)
     assert np.allclose(lazy[2], np.exp(scipy_digamma(expected[words]) - scipy_digamma(totals)), rtol=1e-11)
     assert np.allclose(lazy[3], expected / totals, rtol=1e-12)
-    assert np.allclose(model.lam, expected, rtol=1e-12)         # reading lam settles it
+    assert np.allclose(model.lam, expected, rtol=1e-12)         # reading lam does not settle
+    assert (model._scale, model._shift) != (1.0, 0.0)
+    read = model.lam
+    model.settle()
     assert (model._scale, model._shift) == (1.0, 0.0)
+    assert np.array_equal(model.lam, read)                      # the same bits as settled
     assert np.allclose(model.column_totals(), totals, rtol=1e-12)
 
 

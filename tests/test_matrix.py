@@ -10,7 +10,7 @@ from synthetic import matched_tv
 from topicscale import registry
 from topicscale.evaluate import evaluate_model, evaluate_topics
 from topicscale.inference.batch import BatchVB
-from topicscale.inference.local import MeanField
+from topicscale.inference.local import MeanField, estep_statistics
 from topicscale.inference.scvb0 import SCVB0, scvb0_step_size
 from topicscale.inference.ssmf import SSMFA, ramp, sample_topic_rows
 from topicscale.inference.svi import SVI
@@ -32,20 +32,20 @@ SETTINGS = {
 PASSES = {"svi": 3, "scvb0": 3, "ssmf-a": 3, "ssmf": 3, "batch": 10}
 
 
-ALGORITHMS = sorted(registry.ALGORITHMS["lda"])
-LOCAL_STEPS = sorted(registry.LOCAL_STEPS["lda"])
+ALGORITHMS = sorted(c.algorithm for c in registry.MATRIX if c.model == "lda")
+LOCAL_STEPS = sorted({n for c in registry.MATRIX if c.model == "lda" for n in c.locals})
 
 
 def default_local(name):
-    return registry.DEFAULT_LOCAL[("lda", name)]
+    return registry.cell("lda", name).locals[0]
 
 
 def local_class(name):
-    return registry.lookup(registry.LOCAL_STEPS, "lda", name, "local")
+    return registry.local_step_class(name)
 
 
 def make(name, model, corpus, local=None, seed=0):
-    cls = registry.lookup(registry.ALGORITHMS, "lda", name, "algorithm")
+    cls = registry.global_step_class("lda", name)
     local_cls = local_class(local or default_local(name))
     kwargs = dict(SETTINGS[name])
     if name == "scvb0":
@@ -65,7 +65,7 @@ def fit(name, corpus, passes=None, seed=1, threads=None, heldout=None, eval_ever
         records = []
         summary, _ = train(algo, corpus, RunLimits(batch_size=100, passes=passes or PASSES[name],
                                                    eval_every=eval_every), seed,
-                           evaluate=(lambda m: evaluate_model(m, heldout, local=algo.local))
+                           evaluate=(lambda m: evaluate_model(m, heldout, fold_in="own", local=algo.local))
                            if heldout else None, on_record=records.append, progress=False)
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
@@ -120,7 +120,8 @@ def test_save_load_round_trip_and_continued_training(planted, tmp_path, name):
     assert (loaded.eta, loaded.step, loaded.docs_seen) == (model.eta, model.step, model.docs_seen)
     assert loaded.settings == model.settings
     local = local_class(default_local(name))()
-    assert evaluate_model(loaded, heldout, local=local) == evaluate_model(model, heldout, local=local)
+    assert (evaluate_model(loaded, heldout, fold_in="own", local=local)
+            == evaluate_model(model, heldout, fold_in="own", local=local))
     # the algorithm's whole state is in the model: training on from either gives the same model
     a, _, _ = fit(name, train_corpus, passes=1, model=model, seed=3)
     b, _, _ = fit(name, train_corpus, passes=1, model=loaded, seed=3)
@@ -139,7 +140,7 @@ def test_every_global_step_runs_with_every_local_step(planted, name, local):
         assert metrics["threads_used"] >= 1
     assert model.step >= 1 and model.docs_seen == 400
     assert np.all(np.isfinite(model.lam)) and np.all(model.lam > 0)
-    assert np.isfinite(evaluate_model(model, heldout, local=algo.local)["per_word_ll"])
+    assert np.isfinite(evaluate_model(model, heldout, fold_in="own", local=algo.local)["per_word_ll"])
 
 
 # ------------------------------------------------------------------------ update rules
@@ -212,8 +213,8 @@ def test_batch_vb_sets_lambda_to_eta_plus_the_epoch_statistics(planted):
     vb = BatchVB(model, MeanField(), corpus_docs=300)
     updated = [vb.step(train_corpus.rows(np.arange(a, a + 100)))["updated"] for a in (0, 100, 200)]
     assert updated == [False, False, True] and model.step == 1 and model.docs_seen == 300
-    whole, _ = MeanField().statistics(train_corpus.rows(np.arange(300)),
-                                      LDAModel(start, model.alpha, model.eta, model.vocab))
+    whole, _ = estep_statistics(MeanField(), train_corpus.rows(np.arange(300)),
+                                LDAModel(start, model.alpha, model.eta, model.vocab))
     expected = np.full_like(start, model.eta)
     expected[whole.words] += whole.word_topic
     assert np.allclose(model.lam, expected, rtol=1e-10)
@@ -229,7 +230,7 @@ def test_svi_with_mean_topics_in_the_estep_recovers_planted_topics(planted):
     assert np.allclose(local.estep_topics(model, words), model.expected_beta()[words], rtol=1e-12)
     algo = SVI(model, local, train_corpus.n_docs, **SETTINGS["svi"])
     summary, _ = train(algo, train_corpus, RunLimits(batch_size=100, passes=PASSES["svi"]), 2,
-                       evaluate=lambda m: evaluate_model(m, heldout, local=local), progress=False)
+                       evaluate=lambda m: evaluate_model(m, heldout, fold_in="own", local=local), progress=False)
     assert matched_tv(model.expected_beta().T, beta) < 0.15
     truth = evaluate_topics(beta, heldout, alpha=0.2)["per_word_ll"]
     assert summary["heldout"]["per_word_ll"] > truth - 0.2

@@ -157,7 +157,7 @@ def fit(corpus, passes=3, seed=2, threads=None, heldout=None, eval_every=0, K=10
         algo = SSMF(model, Gibbs(), corpus.n_docs, tau=tau, kappa=0.75, seed=seed)
         records = []
         summary, _ = train(algo, corpus, RunLimits(batch_size=100, passes=passes, eval_every=eval_every),
-                           seed, evaluate=(lambda m: evaluate_model(m, heldout, local=algo.local))
+                           seed, evaluate=(lambda m: evaluate_model(m, heldout, fold_in="own", local=algo.local))
                            if heldout else None, on_record=records.append, progress=False)
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)

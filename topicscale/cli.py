@@ -201,87 +201,41 @@ def _load_config(ctx, param, value):
     return value
 
 
-def _matrix_help():
-    """The accepted model x algorithm x local-step combinations, for `fit --help`."""
-    lines = []
-    for (model, algorithm), default in sorted(registry.DEFAULT_LOCAL.items()):
-        others = registry.OTHER_LOCALS.get((model, algorithm), ())
-        lines.append(f"  --model {model} --algorithm {algorithm:<7} --local {' | '.join((default,) + others)}")
-    return "\n".join(lines)
+def _declared_options(command):
+    """Add the fit options declared in topicscale/options.py (their help names where each applies)."""
+    from . import options
+    for option in reversed(options.PART_OPTIONS + options.RUN_OPTIONS):
+        kwargs = {"help": options.help_text(option), "default": None}
+        if option.type is not None:
+            kwargs["type"] = option.type
+        command = click.option(*option.flags, **kwargs)(command)
+    return command
 
 
 @cli.command()
 @click.argument("corpus", required=False, type=click.Path(exists=True, file_okay=False))
 @click.option("-o", "--output", type=click.Path(file_okay=False), help="Model folder to write.")
 @click.option("--config", callback=_load_config, is_eager=True, expose_value=False,
-              help="TOML preset (a file or a name from configs/, e.g. svi-paper); flags override it.")
-@click.option("-k", "--topics", "n_topics", type=click.IntRange(1),
-              help="Number of topics K (HDP: the corpus truncation) [default: 100, HDP 150, or the --init model's].")
-@click.option("--model", type=click.Choice(sorted(registry.MODELS)), default="lda", show_default=True,
-              help="The topic model.")
-@click.option("--algorithm", type=click.Choice(registry.names(registry.ALGORITHMS)), default="svi",
-              show_default=True, help="Global step.")
-@click.option("--local", "local_step", type=click.Choice(registry.names(registry.LOCAL_STEPS)),
-              help="Local (per-document) step [default: the algorithm's own; LDA svi: cvb0 when the "
-                   f"corpus's documents average under {registry.SHORT_DOCUMENT_WORDS} distinct words, "
-                   f"the run makes at least {registry.MANY_UPDATES} minibatch updates and no mean-field "
-                   "option (--estep-beta, --accelerate) is given, else meanfield (README)].")
-@click.option("--batch-size", type=click.IntRange(1),
-              help="Documents per minibatch S [default: 500, or the algorithm's paper's].")
-@click.option("--kappa", type=click.FloatRange(0.5, 1.0),
-              help="Forgetting rate: rho_t = (tau + t)^-kappa [default: 0.7, or the algorithm's].")
-@click.option("--tau", type=click.FloatRange(0, min_open=True),
-              help="Delay: down-weights the first minibatches [default: 64, or the algorithm's].")
-@click.option("--alpha", type=click.FloatRange(0, min_open=True),
-              help="Topic-proportion prior (HDP: document concentration) [default: 1/K, HDP 1, or the algorithm's].")
-@click.option("--eta", type=click.FloatRange(0, min_open=True), help="Topic Dirichlet prior [default: 0.01].")
-@click.option("--doc-truncation", type=click.IntRange(1),
-              help="HDP only: document truncation T, topics one document can use [default: 15].")
-@click.option("--omega", type=click.FloatRange(0, min_open=True),
-              help="HDP only: corpus concentration of the topic sticks [default: 1].")
-@click.option("--passes", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
-              help="Passes over the corpus (fractions allowed).")
-@click.option("--max-docs", type=click.IntRange(0), default=0, help="Stop after this many documents (0: no limit).")
-@click.option("--time-limit", type=click.FloatRange(0), default=0.0,
-              help="Stop after this many seconds of training (0: none).")
-@click.option("--max-iter", type=click.IntRange(1), default=100, show_default=True,
-              help="Cap on E-step sweeps per document.")
-@click.option("--tol", type=click.FloatRange(0), default=1e-3, show_default=True,
-              help="E-step stops when the mean change of gamma is below this.")
-@click.option("--accelerate/--no-accelerate", default=False, show_default=True,
-              help="SQUAREM-accelerated mean-field E-step: about 2.5x fewer sweeps per document "
-                   "for a higher document bound, but after one pass slightly worse topics (README).")
-@click.option("--precision", type=click.Choice(["single", "double"]), default="single", show_default=True,
-              help="Floating point of the mean-field E-step during training (topic rows and "
-                   "exp(E[log theta])): single is 1.4-1.8x faster (README); a document whose "
-                   "normalisers come near float32's range is redone in double (counted as double_docs "
-                   "in metrics.jsonl). gamma and the topics stay float64; eval and infer always run "
-                   "in double.")
-@click.option("--estep-beta", type=click.Choice(["exp-elog", "mean"]),
-              help="Topics the mean-field E-step multiplies by (LDA, --algorithm svi or batch): "
-                   "mean = E[beta], CVB0's plug-in, which keeps rare words in their topics (0.05-0.6 "
-                   "nats better held-out log likelihood per word on NYT, SOTU and GCIDE, README); "
-                   "exp-elog = exp(E[log beta]), the SVI paper's eq. 33.  [default: mean]")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed: same seed, same model.")
-@click.option("--threads", type=int, help="Threads for the E-step [default: all cores].")
-@click.option("--heldout", type=click.Path(exists=True, file_okay=False),
-              help="Held-out corpus scored during and after training.")
-@click.option("--eval-every", type=click.IntRange(0), default=0,
-              help="Minibatches between held-out evaluations (0: only at the end).")
-@click.option("--checkpoint-every", type=click.IntRange(0), default=0,
-              help="Minibatches between checkpoints (0: only by --checkpoint-interval).")
-@click.option("--checkpoint-interval", type=click.FloatRange(0), default=300.0, show_default=True,
-              help="Seconds between checkpoints (0: only by --checkpoint-every).")
+              help="TOML preset (a file or a name from configs/, e.g. svi-paper); flags override it. "
+                   "A setting in a preset counts as given.")
+@click.option("--model", type=click.Choice(sorted(registry.MODELS)), help="The topic model.  [default: lda]")
+@click.option("--algorithm", type=click.Choice(registry.algorithm_names()),
+              help="Global step.  [default: svi]")
+@click.option("--local", "local", type=click.Choice(registry.local_names()),
+              help="Local (per-document) step [default: the first of the algorithm's in the table "
+                   "below, or the one its given options belong to (e.g. --max-iter: meanfield). LDA svi: "
+                   f"cvb0 when the corpus's documents average under {registry.SHORT_DOCUMENT_WORDS} distinct "
+                   f"words and the run makes at least {registry.MANY_UPDATES} minibatch updates (a run "
+                   "bounded by --time-limit alone counts as many), else meanfield].")
+@_declared_options
 @click.option("--resume", type=click.Path(exists=True, file_okay=False),
               help="Continue the interrupted run in this model folder (needs no CORPUS; its settings "
-                   "come from the checkpoint, --threads may differ).")
-@click.option("--init", "init_model", type=click.Path(exists=True, file_okay=False),
-              help="Continue training this model (same vocabulary; step counter carried on).")
+                   "come from the checkpoint; only --threads may be given).")
 @click.option("--force", is_flag=True, help="Replace an existing model or unfinished run in OUTPUT.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.pass_context
-def fit(ctx, corpus, output, resume, as_json, quiet, **options):
+def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     """Fit a topic model to CORPUS (a folder written by `topicscale prepare`).
 
     Minibatches are sampled from the disk-backed shards; each is fitted by a numba kernel in
@@ -289,24 +243,25 @@ def fit(ctx, corpus, output, resume, as_json, quiet, **options):
     Per-minibatch metrics go to OUTPUT/metrics.jsonl. Checkpoints are written atomically;
     Ctrl-C (or SIGTERM) stops after the current minibatch with a partial model that
     `--resume` continues (exit status 130 / 143); a second Ctrl-C aborts at once.
+    An option that does not apply to the chosen model, algorithm and local step is refused.
 
     \b
-    Accepted combinations (the first local step is the default, but see --local; from the registry):
+    Accepted combinations (the first local step is the default, but see --local):
     {matrix}
     """
+    from . import options
     from .runs import run_fit
     if resume:
         if corpus or output:
             raise click.UsageError("--resume takes the model folder only (no CORPUS, no -o)")
-        config = {"output": resume, "threads": _set_threads(options["threads"])}
+        options.check_resume(dict(config, force=force or None))
+        config = {"output": resume, "threads": _set_threads(config["threads"])}
     else:
         if not corpus or not output:
             raise click.UsageError("CORPUS and -o OUTPUT are required (or --resume MODEL)")
-        local = options.pop("local_step")                  # None: runs.default_local chooses
-        seconds = options.pop("checkpoint_interval")
-        paths = {k: options[k] and str(Path(options[k]).resolve()) for k in ("heldout", "init_model")}
-        config = dict(options, **paths, corpus=str(Path(corpus).resolve()), output=output, local=local,
-                      checkpoint_seconds=seconds, threads=_set_threads(options["threads"]))
+        paths = {k: config[k] and str(Path(config[k]).resolve()) for k in ("heldout", "init_model")}
+        config = dict(config, **paths, corpus=str(Path(corpus).resolve()), output=output, force=force)
+        config["threads"] = _set_threads(config["threads"])
     say = lambda msg: click.echo(msg, err=True)
     summary, signum = run_fit(config, resume=bool(resume), progress=_show_progress(quiet), say=say)
     out = resume or output
@@ -325,7 +280,12 @@ def fit(ctx, corpus, output, resume, as_json, quiet, **options):
         ctx.exit(128 + signum)
 
 
-fit.help = inspect.cleandoc(fit.callback.__doc__).replace("{matrix}", _matrix_help())
+def _fit_help():
+    from . import options
+    return inspect.cleandoc(fit.callback.__doc__).replace("{matrix}", "\n".join("  " + line for line in options.matrix_lines()))
+
+
+fit.help = _fit_help()
 
 
 # --------------------------------------------------------------------------------------- eval
@@ -333,21 +293,30 @@ fit.help = inspect.cleandoc(fit.callback.__doc__).replace("{matrix}", _matrix_he
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
 @click.argument("heldout", type=click.Path(exists=True, file_okay=False))
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the observed / held-out word split.")
+@click.option("--fold-in", "fold_in", type=click.Choice(["common", "own"]), default="common", show_default=True,
+              help="LDA models: common = mean-field fold-in on E[beta] with alpha = 1/K, the same for "
+                   "every LDA model however it was trained (and evaluate_topics, the benchmarks' "
+                   "protocol); own = the model's own local step and prior. HDP and CTM models are "
+                   "scored by their own predictive either way.")
 @click.option("--threads", type=int, help="Threads [default: all cores].")
-@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens} (CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in).")
-def eval_(model, heldout, seed, threads, as_json):
+@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in).")
+def eval_(model, heldout, seed, fold_in, threads, as_json):
     """Per-word predictive log likelihood of HELDOUT by document completion (SVI paper, sec. 4).
 
-    Each document's distinct words are split at random into halves; the model fits the
-    document's topic proportions on one half and predicts the other.
+    Each document's distinct words are split at random into halves; the document's topic
+    proportions are fitted on one half with the topics fixed, and the other half is predicted.
+    By default an LDA model's proportions are fitted by one protocol for all (--fold-in common:
+    mean-field on E[beta], alpha = 1/K), so scores of different fits compare; the first line of
+    the output names the protocol.
     """
     from .corpus.shards import Corpus
-    from .evaluate import evaluate_model
+    from .evaluate import describe_protocol, evaluate_model
     from .models import load_model
     _set_threads(threads)
     m = load_model(model)
-    result = evaluate_model(m, Corpus(heldout), seed=seed)
-    lines = [f"per-word log likelihood {result['per_word_ll']:.4f}", f"perplexity {result['perplexity']:.2f}",
+    result = evaluate_model(m, Corpus(heldout), fold_in=fold_in, seed=seed)
+    lines = [f"protocol: {describe_protocol(m, result['protocol'])}",
+             f"per-word log likelihood {result['per_word_ll']:.4f}", f"perplexity {result['perplexity']:.2f}",
              f"{result['documents']} documents, {result['heldout_tokens']:.0f} held-out tokens"]
     if "per_word_ll_paper_predictive" in result:
         lines.append(f"with the paper's plug-in softmax(E[theta]): {result['per_word_ll_paper_predictive']:.4f}")

@@ -1,10 +1,17 @@
 """Held-out evaluation by document completion (SVI paper, section 4).
 
 Each held-out document's distinct words are split at random into two disjoint halves. The
-document's variational parameters are fitted on the observed half with the model's own local
-step, the topics held fixed; the other half is scored under the predictive distribution
-p(w_new | w_obs) ~ sum_k E[theta_k] E[beta_kw]. The score is the total log probability of the
-held-out tokens divided by their number (per-word predictive log likelihood).
+document's topic proportions are fitted on the observed half, the topics held fixed; the other
+half is scored under the predictive distribution p(w_new | w_obs) ~ sum_k E[theta_k] E[beta_kw].
+The score is the total log probability of the held-out tokens divided by their number
+(per-word predictive log likelihood).
+
+Two fold-ins (`evaluate_model(fold_in=...)`):
+- "common" (the default for LDA models, and `evaluate_topics` for any K x V matrix): the
+  mean-field local step (max_iter 100, tol 1e-3, double precision) on E[beta] with alpha = 1/K,
+  whatever the model was trained with, so that scores of different fits compare;
+- "own": the model's own local step (the one it was trained with) and prior. HDP and CTM models
+  are always scored by their own predictive.
 
 The split is a hash of (seed, row, word id), so it does not depend on block sizes or threads;
 documents with fewer than two distinct words cannot be split and are not scored.
@@ -14,9 +21,21 @@ import math
 import numpy as np
 
 from . import registry
-from .errors import InputError
+from .errors import InputError, TopicscaleError
 from .inference.local import MeanField
 from .kernels.meanfield import completion_log_likelihood
+
+FOLD_INS = ("common", "own")
+# model kinds scored by the common fold-in when asked; the others (HDP, CTM) by their own predictive
+COMMON_KINDS = ("lda",)
+ROW_SUM_TOLERANCE = 1e-4        # |sum_w beta_kw - 1| accepted by evaluate_topics
+
+
+
+class EvaluationError(TopicscaleError, ValueError):
+    """Topics, prior and held-out corpus that do not go together, or topics that are not a
+    distribution: refused before any kernel runs (which would read out of range or score NaN)."""
+
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -59,14 +78,49 @@ def check_vocabulary(vocab, corpus):
                          "`topicscale prepare ... --vocab MODEL` so its columns match")
 
 
+def _prior_vectors(prior):
+    """(name, length) of a document-level prior's vectors over the topics: alpha itself (a K
+    vector), or the 1-D arrays of a structured prior (HDP's elog_sigma, CTM's mu)."""
+    if isinstance(prior, tuple) and hasattr(prior, "_asdict"):
+        fields = prior._asdict()
+    elif hasattr(prior, "__dataclass_fields__"):
+        fields = {name: getattr(prior, name) for name in prior.__dataclass_fields__}
+    else:
+        alpha = np.asarray(prior, dtype=np.float64)
+        if alpha.ndim != 1:
+            raise EvaluationError(f"the prior alpha must be a vector of one value per topic, "
+                                  f"not of shape {alpha.shape}")
+        return [("alpha", alpha.shape[0])]
+    return [(name, v.shape[0]) for name, v in fields.items() if isinstance(v, np.ndarray) and v.ndim == 1]
+
+
+def check_shapes(heldout, estep_topics, score_topics, prior):
+    """Refuse (EvaluationError) topics and a prior that do not fit each other or `heldout`."""
+    shape, score_shape = np.shape(estep_topics), np.shape(score_topics)
+    if len(shape) != 2:
+        raise EvaluationError(f"the E-step topics must be a V x K matrix, not of shape {shape}")
+    if score_shape != shape:
+        raise EvaluationError(f"the E-step topics ({shape[0]} x {shape[1]}) and the scoring topics "
+                              f"({' x '.join(map(str, score_shape))}) differ in shape")
+    V, K = shape
+    if V != heldout.n_words:
+        raise EvaluationError(f"the topics cover {V} words, but the held-out corpus {heldout.path} "
+                              f"has a vocabulary of {heldout.n_words} words")
+    for name, length in _prior_vectors(prior):
+        if length != K:
+            raise EvaluationError(f"the prior's {name} has {length} values, but there are K = {K} topics")
+
+
 def document_completion(heldout, estep_topics, score_topics, prior, local=None, seed=0,
                         block_docs=4096):
     """Per-word predictive log likelihood of `heldout` (a Corpus).
 
     estep_topics (V x K) drive the local step (exp(E[log beta]) for a variational model, or a
     point estimate of beta) with its document-level `prior`; the local step's E[theta] and
-    score_topics (V x K, E[beta]) form the predictive sum.
+    score_topics (V x K, E[beta]) form the predictive sum. Shapes are checked first
+    (EvaluationError): both V x K alike, V the held-out vocabulary's size, the prior over K topics.
     """
+    check_shapes(heldout, estep_topics, score_topics, prior)
     local = local or MeanField()
     total, paper, tokens, docs = 0.0, 0.0, 0.0, 0
     for block in heldout.blocks(block_docs):
@@ -89,19 +143,74 @@ def document_completion(heldout, estep_topics, score_topics, prior, local=None, 
     return out
 
 
-def evaluate_model(model, heldout, local=None, seed=0):
-    """Document completion with the model's own local step (by default the one it was trained
-    with) and E[beta]."""
+def evaluate_model(model, heldout, fold_in="common", seed=0, local=None):
+    """Document completion (SVI paper, sec. 4) of a model: {per_word_ll, perplexity, documents,
+    heldout_tokens, protocol}.
+
+    fold_in="common" (the default): an LDA model is scored by the common protocol, mean-field
+    fold-in (max_iter 100, tol 1e-3, double) on E[beta] with alpha = 1/K, which is exactly
+    evaluate_topics of its E[beta]. fold_in="own": its own local step (`local`, by default the
+    one it was trained with) and prior on its E-step topics, scored with E[beta]. HDP and CTM
+    models are scored by their own predictive under either choice (protocol "own").
+    """
+    if fold_in not in FOLD_INS:
+        raise ValueError(f"fold_in must be one of {FOLD_INS}, not {fold_in!r}")
     check_vocabulary(model.vocab, heldout)
+    if fold_in == "common" and model.kind in COMMON_KINDS:
+        if local is not None:
+            raise ValueError("local= is the local step of fold_in='own'; the common fold-in is mean-field")
+        return dict(evaluate_topics(model.expected_beta().T, heldout, seed=seed), protocol="common")
     local = local or registry.local_step_for(model)
-    return document_completion(heldout, registry.local_topics(local, model), model.expected_beta(),
-                               model.local_prior(), local=local, seed=seed)
+    result = document_completion(heldout, registry.local_topics(local, model), model.expected_beta(),
+                                 model.local_prior(), local=local, seed=seed)
+    return dict(result, protocol="own")
+
+
+def describe_protocol(model, protocol):
+    """The fold-in behind a score of `model`, in words (one line of `eval`'s output)."""
+    if model.kind not in COMMON_KINDS:
+        return f"own predictive of the {model.kind} model"
+    if protocol == "common":
+        return "common (mean-field fold-in on E[beta], alpha = 1/K)"
+    return f"own (the model's local step {registry.local_step_for(model).name} and its prior)"
+
+
+def check_topic_matrix(beta, n_words):
+    """Refuse (EvaluationError) a topic matrix that is not K x n_words, finite, non-negative and
+    row-stochastic (each row within ROW_SUM_TOLERANCE of 1)."""
+    if beta.ndim != 2 or 0 in beta.shape:
+        raise EvaluationError(f"beta must be a K x V matrix of topics, not of shape {beta.shape}")
+    K, V = beta.shape
+    if V != n_words:
+        raise EvaluationError(f"beta has {V} columns (words), but the held-out corpus has a "
+                              f"vocabulary of {n_words} words")
+    finite = np.isfinite(beta)
+    if not finite.all():
+        raise EvaluationError(f"beta has {beta.size - np.count_nonzero(finite)} entries that are NaN "
+                              f"or infinite (first in row {int(np.argmin(finite.all(axis=1)))})")
+    if beta.min() < 0:
+        raise EvaluationError(f"beta has {np.count_nonzero(beta < 0)} negative entries "
+                              f"(smallest {beta.min():.6g})")
+    sums = beta.sum(axis=1)
+    worst = int(np.argmax(np.abs(sums - 1.0)))
+    if abs(sums[worst] - 1.0) > ROW_SUM_TOLERANCE:
+        raise EvaluationError(f"beta's rows must each sum to 1 (a distribution over the words); row "
+                              f"{worst} sums to {sums[worst]:.6g} (normalise: beta / beta.sum(axis=1, "
+                              f"keepdims=True))")
 
 
 def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3, accelerate=False):
     """Fold-in score of any K x V row-stochastic topic matrix (e.g. another tool's topics):
-    the mean-field local step with beta as a point estimate, alpha = 1/K unless given."""
-    beta = np.ascontiguousarray(np.asarray(beta, dtype=np.float64).T)
-    K = beta.shape[1]
-    alpha = np.full(K, 1.0 / K if alpha is None else float(alpha))
+    the mean-field local step with beta as a point estimate, alpha = 1/K unless given (one value
+    or K). The common protocol of evaluate_model. Refuses (EvaluationError) a matrix that is not
+    K x V (V: the held-out vocabulary), finite, non-negative and row-stochastic."""
+    beta = np.asarray(beta, dtype=np.float64)
+    check_topic_matrix(beta, heldout.n_words)
+    K = beta.shape[0]
+    beta = np.ascontiguousarray(beta.T)
+    alpha = np.full(K, 1.0 / K) if alpha is None else np.asarray(alpha, dtype=np.float64)
+    if alpha.ndim == 0:
+        alpha = np.full(K, float(alpha))
+    if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
+        raise EvaluationError(f"alpha must be positive and finite, not {alpha}")
     return document_completion(heldout, beta, beta, alpha, MeanField(max_iter, tol, accelerate), seed=seed)

@@ -1,4 +1,5 @@
 """Guards around a fit: an exclusive lock on the output folder, and clean stops on signals."""
+import fcntl
 import json
 import os
 import signal
@@ -12,52 +13,59 @@ LOCK_FILE = ".lock"
 
 
 class OutputLock:
-    """An exclusive lock file in the output folder, so two fits never write one model."""
+    """An exclusive flock on OUTPUT/.lock for the life of a fit, so two fits never write one model.
+
+    The kernel drops the lock when the holder exits, however it dies, so no stale lock is ever
+    left to clear. The file stays in the folder: unlinking a locked file would let two runs lock
+    two different files of that name. The file is opened once and closed only on exit, never
+    elsewhere in the process: on Linux NFS flock is emulated by fcntl locks, which closing any
+    descriptor of the file drops.
+    """
 
     def __init__(self, folder):
         self.path = Path(folder) / LOCK_FILE
-        self.held = False
+        self.fd = None
 
     def __enter__(self):
-        info = {"pid": os.getpid(), "host": socket.gethostname()}
         try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            raise TopicscaleError(self._holder_message()) from None
-        self.held = True
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise TopicscaleError(f"cannot open the lock file {self.path}: {exc.strerror}") from None
         try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(info, fh)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            message = self._holder_message(fd)
+            os.close(fd)
+            raise TopicscaleError(message) from None
+        except OSError as exc:
+            os.close(fd)
+            raise TopicscaleError(f"cannot lock {self.path}: {exc.strerror} (the folder's file "
+                                  "system needs working locks)") from None
+        self.fd = fd
+        try:
+            info = json.dumps({"pid": os.getpid(), "host": socket.gethostname()}).encode()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, info, 0)
+            os.fsync(fd)
         except BaseException:
             self.__exit__()
             raise
         return self
 
-    def _holder_message(self):
+    def _holder_message(self, fd):
+        """Who holds the lock, read through our own descriptor (see the class docstring)."""
         try:
-            info = json.loads(self.path.read_text())
-            pid, host = int(info["pid"]), info["host"]
+            info = json.loads(os.pread(fd, 4096, 0))
+            holder = f"pid {int(info['pid'])} on {info['host']}"
         except (OSError, ValueError, KeyError, TypeError):
-            return f"{self.path}: unreadable lock file; if no fit is running, remove it: rm {self.path}"
-        if host == socket.gethostname() and not _alive(pid):
-            return (f"{self.path}: stale lock from a fit (pid {pid}) that is no longer running; "
-                    f"remove it to continue: rm {self.path}")
-        return f"{self.path.parent} is being written by another fit (pid {pid} on {host})"
+            holder = f"its lock file {self.path} is unreadable"
+        return f"{self.path.parent} is being written by another fit ({holder})"
 
     def __exit__(self, *exc):
-        if self.held:
-            self.path.unlink(missing_ok=True)
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)
         return False
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class StopOnSignal:

@@ -1,61 +1,93 @@
-"""Name -> implementation, per model: the CLI's choices and the shared conformance tests.
+"""The model x algorithm x local-step matrix, and the `fit` options each part owns.
 
-Entries are import paths, so listing the choices (e.g. for --help) does not import numba.
-
-The contracts (see models/lda.py, inference/local.py and inference/svi.py for LDA's):
-- a model class: `kind`, `initial(vocab, config, rng)`, `save`, `from_stored`,
-  `estep_topics(words=None)` (what its local steps take as topics), `local_prior()`,
-  `expected_beta()` (V x K E[beta]), `topic_weights()`, `display_order(show_all)`, `describe()`.
-- a local step: `fit(indptr, indices, counts, topics, prior) -> result with .theta (D x K)`,
-  `statistics(batch, model) -> (SufficientStats, result)`, and optionally
-  `estep_topics(model, words=None)` when it needs other topics than the model's default.
-- a global step: `__init__(model, local, corpus_docs, **options)`, `step(batch) -> metrics`.
-Constructors receive the fit settings whose names match their keyword arguments (`build`).
+MATRIX is the one table of accepted combinations: a row names a model, a global step (the
+`--algorithm`) and the local steps it accepts, its default first. Every part declares the fit
+options it owns (`Part.options`); options.check refuses an option that no part of a run owns.
+Parts are import paths, so listing choices and validating options (for `--help` and before a
+fit writes anything) imports no numba. The methods each part's class provides are the Protocols
+of topicscale/contracts.py.
 """
 import importlib
 import inspect
+from dataclasses import dataclass
 
-MODELS = {"lda": "topicscale.models.lda:LDAModel", "hdp": "topicscale.models.hdp:HDPModel"}
-ALGORITHMS = {
-    "lda": {"svi": "topicscale.inference.svi:SVI",
-            "scvb0": "topicscale.inference.scvb0:SCVB0",
-            "ssmf-a": "topicscale.inference.ssmf:SSMFA",
-            "ssmf": "topicscale.inference.ssmf_full:SSMF",
-            "batch": "topicscale.inference.batch:BatchVB"},
-    "hdp": {"svi": "topicscale.inference.hdp:HDPSVI"},
+from .errors import TopicscaleError
+
+
+@dataclass(frozen=True)
+class Part:
+    """A model, global step or local step: its class (an import path) and the fit options it owns.
+
+    refuses: (global steps) options of a local step that do not apply under this global step,
+    with the reason (SSMF hands the local step sampled topics, so the E-step's choice of topics
+    has nothing to choose)."""
+    path: str
+    options: tuple = ()
+    refuses: tuple = ()
+    why_refused: str = ""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One accepted model x global step, with its local steps (the default first)."""
+    model: str
+    algorithm: str
+    step: Part
+    locals: tuple
+
+
+MODELS = {
+    "lda": Part("topicscale.models.lda:LDAModel", ("n_topics", "alpha", "eta")),
+    "hdp": Part("topicscale.models.hdp:HDPModel", ("n_topics", "alpha", "eta", "omega")),
+    "ctm": Part("topicscale.models.ctm:CTMModel", ("n_topics", "eta")),
 }
 LOCAL_STEPS = {
-    "lda": {"meanfield": "topicscale.inference.local:MeanField",
-            "cvb0": "topicscale.inference.cvb0:CVB0",
-            "gibbs": "topicscale.inference.gibbs:Gibbs"},
-    "hdp": {"hdp": "topicscale.inference.hdp:HDPLocal"},
+    "meanfield": Part("topicscale.inference.local:MeanField",
+                      ("max_iter", "tol", "accelerate", "precision", "estep_beta")),
+    "cvb0": Part("topicscale.inference.cvb0:CVB0"),
+    "gibbs": Part("topicscale.inference.gibbs:Gibbs"),
+    "hdp": Part("topicscale.inference.hdp:HDPLocal", ("max_iter", "tol", "doc_truncation")),
+    "laplace": Part("topicscale.inference.ctm:Laplace", ("max_iter", "tol")),
+    "delta": Part("topicscale.inference.ctm:Delta", ("max_iter", "tol")),
+    "bbvi": Part("topicscale.inference.ctm_bbvi:BBVI"),
 }
-DEFAULT_LOCAL = {("lda", "svi"): "meanfield", ("lda", "scvb0"): "cvb0", ("lda", "ssmf-a"): "gibbs",
-                 ("lda", "ssmf"): "gibbs",
-                 ("lda", "batch"): "meanfield", ("hdp", "svi"): "hdp"}
+_SAMPLED = dict(refuses=("estep_beta",), why_refused="the local step runs on sampled topics")
+MATRIX = (
+    Cell("lda", "svi", Part("topicscale.inference.svi:SVI", ("tau", "kappa")), ("meanfield", "cvb0", "gibbs")),
+    Cell("lda", "scvb0", Part("topicscale.inference.scvb0:SCVB0", ("tau", "kappa")), ("cvb0",)),
+    Cell("lda", "ssmf-a", Part("topicscale.inference.ssmf:SSMFA", ("tau", "kappa"), **_SAMPLED),
+         ("gibbs", "meanfield", "cvb0")),
+    Cell("lda", "ssmf", Part("topicscale.inference.ssmf_full:SSMF", ("tau", "kappa"), **_SAMPLED),
+         ("gibbs", "meanfield", "cvb0")),
+    Cell("lda", "batch", Part("topicscale.inference.batch:BatchVB"), ("meanfield",)),
+    Cell("hdp", "svi", Part("topicscale.inference.hdp:HDPSVI", ("tau", "kappa")), ("hdp",)),
+    Cell("ctm", "batch", Part("topicscale.inference.ctm:CTMBatch"), ("laplace", "delta", "bbvi")),
+    Cell("ctm", "svi", Part("topicscale.inference.ctm:CTMSVI", ("tau", "kappa")), ("laplace", "delta", "bbvi")),
+)
 # LDA SVI's local step when none is given (runs.default_local): CVB0 (SCVB0's document step) for
 # runs over short documents (fewer distinct words a document than SHORT_DOCUMENT_WORDS on average)
 # that make at least MANY_UPDATES minibatch updates; mean-field otherwise (README, "Choosing the
 # local step")
 SHORT_DOCUMENT_WORDS = 64
 MANY_UPDATES = 150
-# local steps each global step accepts besides its default (the SSMF paper's matrix, fig. 3)
-OTHER_LOCALS = {("lda", "svi"): ("cvb0", "gibbs"), ("lda", "ssmf-a"): ("meanfield", "cvb0"),
-               ("lda", "ssmf"): ("meanfield", "cvb0")}
-# correlated topic model (Wang and Blei 2013): Laplace / delta-method document steps, batch or stochastic EM
-MODELS["ctm"] = "topicscale.models.ctm:CTMModel"
-ALGORITHMS["ctm"] = {"batch": "topicscale.inference.ctm:CTMBatch", "svi": "topicscale.inference.ctm:CTMSVI"}
-LOCAL_STEPS["ctm"] = {"laplace": "topicscale.inference.ctm:Laplace", "delta": "topicscale.inference.ctm:Delta",
-                      "bbvi": "topicscale.inference.ctm_bbvi:BBVI"}     # black-box VI (Ranganath et al. 2014)
-DEFAULT_LOCAL[("ctm", "batch")] = "laplace"
-DEFAULT_LOCAL[("ctm", "svi")] = "laplace"
-OTHER_LOCALS[("ctm", "batch")] = ("delta", "bbvi")
-OTHER_LOCALS[("ctm", "svi")] = ("delta", "bbvi")
+ADAPTIVE_DEFAULT = {("lda", "svi"): ("meanfield", "cvb0")}
 
 
-def names(table):
-    """Every name a per-model table offers (for click.Choice)."""
-    return sorted({name for per_model in table.values() for name in per_model})
+def algorithm_names():
+    return sorted({c.algorithm for c in MATRIX})
+
+
+def local_names():
+    return sorted(LOCAL_STEPS)
+
+
+def cell(model, algorithm):
+    """The matrix row of (model, algorithm), or a clear error."""
+    for c in MATRIX:
+        if c.model == model and c.algorithm == algorithm:
+            return c
+    accepted = ", ".join(c.algorithm for c in MATRIX if c.model == model)
+    raise TopicscaleError(f"--algorithm {algorithm} is not available for --model {model} (choose from: {accepted})")
 
 
 def resolve(path):
@@ -63,42 +95,42 @@ def resolve(path):
     return getattr(importlib.import_module(module), attr)
 
 
-def lookup(table, model, name, what):
-    """The class registered for `model` under `name`, or a clear error."""
-    from .errors import TopicscaleError
-    options = table.get(model, {})
-    if name not in options:
-        raise TopicscaleError(f"--{what} {name} is not available for --model {model} "
-                              f"(choose from: {', '.join(sorted(options))})")
-    return resolve(options[name])
+def model_class(kind):
+    return resolve(MODELS[kind].path)
+
+
+def global_step_class(model, algorithm):
+    return resolve(cell(model, algorithm).step.path)
+
+
+def local_step_class(name):
+    return resolve(LOCAL_STEPS[name].path)
+
+
+def check_local(model, algorithm, local):
+    """Refuse combinations outside the accepted matrix, saying which ones are accepted."""
+    accepted = cell(model, algorithm).locals
+    if local not in accepted:
+        raise TopicscaleError(f"--local {local} does not go with --algorithm {algorithm} "
+                              f"(accepted: {', '.join(accepted)})")
 
 
 def build(cls, *args, settings=None, **kwargs):
-    """cls(*args, **kwargs, **the settings named like cls's keyword arguments)."""
+    """cls(*args, **kwargs, **the settings named like cls's keyword arguments); the contract
+    test checks that a class takes no fit option it does not own."""
     params = list(inspect.signature(cls).parameters)[len(args):]
     chosen = {k: v for k, v in (settings or {}).items()
               if k in params and k not in kwargs and v is not None}
     return cls(*args, **chosen, **kwargs)
 
 
-def check_local(model, algorithm, local):
-    """Refuse combinations outside the accepted matrix, saying which ones are accepted."""
-    from .errors import TopicscaleError
-    default = DEFAULT_LOCAL.get((model, algorithm))
-    accepted = (default,) + OTHER_LOCALS.get((model, algorithm), ())
-    if local not in accepted:
-        raise TopicscaleError(f"--local {local} does not go with --algorithm {algorithm} "
-                              f"(accepted: {', '.join(accepted)})")
-
-
 def local_step_for(model):
     """The local step a model was trained with, built with its saved settings."""
     s = model.settings
-    algorithm = s.get("algorithm", "svi")
-    name = s.get("local") or DEFAULT_LOCAL[(model.kind, algorithm)]
-    return build(lookup(LOCAL_STEPS, model.kind, name, "local"), settings=s)
+    name = s.get("local") or cell(model.kind, s.get("algorithm", "svi")).locals[0]
+    return build(local_step_class(name), settings=s)
 
 
 def local_topics(local, model):
-    """The topics (V x K) `local` runs on: its own choice, else the model's estep_topics()."""
-    return local.estep_topics(model) if hasattr(local, "estep_topics") else model.estep_topics()
+    """The topics (V x K) `local` runs on by default for `model`: its estep_topics."""
+    return local.estep_topics(model)

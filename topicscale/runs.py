@@ -2,7 +2,7 @@
 and its local step, write checkpoints, the model and its metrics.
 
 A model folder during a run:
-    .lock            pid and host of the fit writing it (a second fit refuses)
+    .lock            pid and host of the fit holding its flock (a second fit refuses); kept after
     .run.jsonl       this run's metrics so far
     checkpoint.npz   model + run configuration + RunState + length of .run.jsonl at that point
     model.npz        the finished (or, after a signal, the partial) model
@@ -14,23 +14,19 @@ from pathlib import Path
 
 import numpy as np
 
-from . import registry
+from . import options, registry
 from .atomic import atomic_file
 from .corpus.shards import Corpus
 from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
-from .models import MODEL_TYPES, load_model, store
+from .models import load_model, store
 from .train import RunLimits, RunState, planned_docs, train
 
 CHECKPOINT_FILE = "checkpoint.npz"
-# defaults of fit options that algorithms may override with their papers' settings (DEFAULTS)
-FIT_DEFAULTS = {"batch_size": 500, "kappa": 0.7, "tau": 64.0, "eta": 0.01}
 # fit settings that describe one run rather than the model (not saved in the model's settings)
 RUN_ONLY = {"output", "threads", "force", "init_model", "heldout", "eval_every", "checkpoint_every",
             "checkpoint_seconds", "passes", "max_docs", "time_limit", "n_topics", "alpha", "eta"}
 RUN_LOG = ".run.jsonl"
-# where --estep-beta applies: the mean-field E-step on the model's own (not sampled) topics
-ESTEP_BETA_APPLIES = {("lda", "svi", "meanfield"), ("lda", "batch", "meanfield")}
 
 
 def _check_output(output, force, init_model):
@@ -46,55 +42,88 @@ def _check_output(output, force, init_model):
                               f"or --init {output} to continue training it")
 
 
-MEANFIELD_ONLY = ("estep_beta", "accelerate")      # options that ask for the mean-field E-step
-
-
 def default_local(config):
-    """The local step of a fit given without --local: the algorithm's own, except for LDA SVI
-    runs over short documents with many updates (see registry.SHORT_DOCUMENT_WORDS), which get "cvb0"
-    unless a mean-field option was given. Held-out LL per word, shared fold-in, K=50, peer
-    settings, cvb0 against meanfield: GCIDE (16 distinct words a document) 1 pass, 227 updates:
-    -8.81 / -9.23; SOTU paragraphs (32) 5 passes, 221 updates: -7.78 / -7.90, but 1 pass (44
-    updates): -8.01 / -7.95; NYT (114) 5 passes: -7.30 / -7.23."""
+    """The local step of a fit given without --local: one its given options select
+    (options.select_local), else the algorithm's default; for LDA SVI that is "cvb0" on short
+    documents when the run makes many updates (registry.SHORT_DOCUMENT_WORDS, MANY_UPDATES),
+    else "meanfield". A run bounded only by --time-limit counts as making many updates."""
+    chosen = options.select_local(config)
+    if chosen:
+        return chosen
     key = (config["model"], config["algorithm"])
-    if key == ("lda", "svi") and not any(config.get(k) for k in MEANFIELD_ONLY):
+    if key in registry.ADAPTIVE_DEFAULT:
+        long_docs, short_docs = registry.ADAPTIVE_DEFAULT[key]
         corpus = Corpus(config["corpus"])
-        limits = RunLimits(passes=config["passes"], max_docs=config["max_docs"])
-        updates = planned_docs(corpus.n_docs, limits) / config["batch_size"]
+        total = planned_docs(corpus.n_docs, run_limits(config))
+        updates = float("inf") if total is None else total / config["batch_size"]
         if (corpus.nnz < registry.SHORT_DOCUMENT_WORDS * corpus.n_docs
                 and updates >= registry.MANY_UPDATES):
-            return "cvb0"
-    return registry.DEFAULT_LOCAL[key]
+            return short_docs
+        return long_docs
+    return registry.cell(*key).locals[0]
+
+
+def run_limits(config):
+    """RunLimits from a run's settings: without --passes, one pass, or no bound on passes when
+    --time-limit or --max-docs is given (train until that limit)."""
+    passes = config.get("passes")
+    if passes is None:
+        passes = float("inf") if (config.get("time_limit") or config.get("max_docs")) else 1.0
+    return RunLimits(batch_size=config["batch_size"], passes=passes, max_docs=config.get("max_docs") or 0,
+                     time_limit=config.get("time_limit") or 0.0, eval_every=config.get("eval_every") or 0,
+                     checkpoint_every=config.get("checkpoint_every") or 0,
+                     checkpoint_seconds=config.get("checkpoint_seconds") or 0.0)
 
 
 def with_defaults(config):
-    """Fill options left unset: the algorithm's DEFAULTS (its paper's settings), then
-    FIT_DEFAULTS, then the local step (default_local); estep_beta (only where it applies)
-    defaults to "mean" (inference.local.MeanField)."""
-    algorithm = registry.lookup(registry.ALGORITHMS, config["model"], config["algorithm"], "algorithm")
-    defaults = {**FIT_DEFAULTS, **getattr(algorithm, "DEFAULTS", {})}
-    config = {**config, **{k: v for k, v in defaults.items() if config.get(k) is None}}
-    if not config.get("local"):
-        config["local"] = default_local(config)
-    registry.check_local(config["model"], config["algorithm"], config["local"])
-    if (config["model"], config["algorithm"], config["local"]) in ESTEP_BETA_APPLIES:
-        config["estep_beta"] = config.get("estep_beta") or "mean"
-    elif config.get("estep_beta"):
-        raise TopicscaleError("--estep-beta goes with --model lda --algorithm svi or batch and the "
-                              "meanfield local step only")
+    """Choose the local step (default_local), check the given options (options.check), then fill
+    the rest: the algorithm's DEFAULTS (its paper's settings), then the declared defaults of the
+    options this run owns; options it does not own are dropped."""
+    config = {"local": None, **{name: None for name in options.BY_NAME}, **config}
+    config["model"] = config.get("model") or "lda"
+    config["algorithm"] = config.get("algorithm") or "svi"
+    algorithm = registry.global_step_class(config["model"], config["algorithm"])
+    paper = getattr(algorithm, "DEFAULTS", {})
+    sized = dict(config, batch_size=config["batch_size"] or paper.get("batch_size")
+                 or options.BY_NAME["batch_size"].default)
+    config["local"] = config["local"] or default_local(sized)
+    options.check(config)
+    here = options.owned(config["model"], config["algorithm"], config["local"])
+    for name, value in paper.items():
+        if config.get(name) is None and (name in here or name not in options.BY_NAME):
+            config[name] = value
+    for o in options.PART_OPTIONS + options.RUN_OPTIONS:
+        if o in options.PART_OPTIONS and o.name not in here:
+            config[o.name] = None
+        elif config[o.name] is None:
+            config[o.name] = o.default
+    config["batch_size"] = sized["batch_size"]
     return config
 
 
-def _new_model(config, corpus):
+def new_model(config, corpus):
+    """The model a fresh run trains (the --init model, or a new one from the run's settings),
+    holding the run's settings: they replace an --init model's, so none of its old steps'
+    settings remain."""
     if config["init_model"]:
         from .evaluate import check_vocabulary
         model = load_model(config["init_model"])
         check_vocabulary(model.vocab, corpus)
-        if config["n_topics"] not in (None, model.n_topics):
-            raise TopicscaleError(f"--init model has K={model.n_topics}; -k {config['n_topics']} conflicts")
-        return model
-    cls = registry.resolve(registry.MODELS[config["model"]])
-    return cls.from_config(corpus.vocab, config, np.random.default_rng([config["seed"], 0x1A]))
+        if model.kind != config["model"]:
+            raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}")
+    else:
+        cls = registry.model_class(config["model"])
+        model = cls.from_config(corpus.vocab, config, np.random.default_rng([config["seed"], 0x1A]))
+    kept = RUN_ONLY | set(registry.MODELS[model.kind].options)
+    model.settings = {k: v for k, v in config.items() if k not in kept and v is not None}
+    return model
+
+
+def build_algorithm(model, config, corpus):
+    """The run's global step around the model's local step (both from the settings)."""
+    algorithm = registry.global_step_class(model.kind, config["algorithm"])
+    return registry.build(algorithm, model, registry.local_step_for(model), corpus.n_docs,
+                          settings={**config, "corpus_tokens": corpus.n_tokens})
 
 
 def run_fit(config, resume=False, progress=False, say=print):
@@ -125,9 +154,7 @@ def run_fit(config, resume=False, progress=False, say=print):
         corpus = Corpus(config["corpus"])
         heldout = Corpus(config["heldout"]) if config["heldout"] else None
         if model is None:
-            model = _new_model(config, corpus)
-            model.settings.pop("partial", None)
-            model.settings.update({k: v for k, v in config.items() if k not in RUN_ONLY and v is not None})
+            model = new_model(config, corpus)
         return _run(model, config, corpus, heldout, state, algo_state, output, progress, say,
                     fresh=not resume)
 
@@ -136,16 +163,12 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     from .evaluate import check_vocabulary, evaluate_model
     if heldout is not None:
         check_vocabulary(model.vocab, heldout)
-    if model.kind != config["model"]:
-        raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}")
-    local = registry.local_step_for(model)
-    algorithm = registry.lookup(registry.ALGORITHMS, model.kind, config["algorithm"], "algorithm")
-    algo = registry.build(algorithm, model, local, corpus.n_docs,
-                          settings={**config, "corpus_tokens": corpus.n_tokens})
+    algo = build_algorithm(model, config, corpus)
+    local = algo.local
     if algo_state:
         algo.restore_state(algo_state)
-    limits = RunLimits(**{k: config[k] for k in RunLimits.__dataclass_fields__})
-    evaluate = (lambda m: evaluate_model(m, heldout, local=local)) if heldout else None
+    limits = run_limits(config)
+    evaluate = (lambda m: evaluate_model(m, heldout)) if heldout else None      # eval's default protocol
     log = open(output / RUN_LOG, "a", encoding="utf-8")
 
     def record(r):
@@ -206,6 +229,6 @@ def _save_checkpoint(output, model, algo, config, state, log_bytes):
 def _load_checkpoint(output):
     meta, arrays, vocab = store.load(output, filename=CHECKPOINT_FILE)
     algo_state = {k.split(".", 1)[1]: arrays.pop(k) for k in list(arrays) if k.startswith("algorithm.")}
-    model = MODEL_TYPES[meta["model"]].from_stored(meta, arrays, vocab)
+    model = registry.model_class(meta["model"]).from_stored(meta, arrays, vocab)
     run = meta["run"]
     return model, run["config"], RunState(**run["state"]), algo_state, run["log_bytes"]

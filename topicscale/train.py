@@ -42,6 +42,9 @@ class NonFiniteError(TopicscaleError):
 
 
 def planned_docs(n_docs, limits):
+    """Documents the run will train on, or None when only --time-limit bounds it."""
+    if limits.passes == float("inf"):
+        return limits.max_docs or None
     total = int(round(limits.passes * n_docs))
     return min(total, limits.max_docs) if limits.max_docs else total
 
@@ -84,7 +87,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     batches = stream(StreamPosition(state.epoch, state.batch))
     try:
         while True:
-            if state.docs >= total or (limits.time_limit and state.train_seconds >= limits.time_limit):
+            if (total is not None and state.docs >= total) or (limits.time_limit and state.train_seconds >= limits.time_limit):
                 finished = True
                 break
             if stop_requested():

@@ -2,11 +2,14 @@
 
 Raw text takes two streaming passes: the first counts document frequencies (memory grows
 with the vocabulary, not with the documents) and the second encodes; standard input is
-spooled to a temporary file so that it can be read twice. A fixed vocabulary (--vocab)
+spooled to a temporary file so that it can be read several times. A fixed vocabulary (--vocab)
 encodes text in one pass, dropping and counting unknown words. Bag-of-words input is
 copied document by document. Empty documents are skipped and counted; document ids
 travel with every document. Held-out documents are drawn at random (seeded) from the
-input and written to a second corpus. Both corpora appear atomically, or not at all.
+input and written to a second corpus; they are drawn first (one more pass, counting the
+documents) so that the vocabulary is built from the training documents only: held-out
+documents are encoded with it like new text, unknown words dropped and counted. Both corpora
+appear atomically, or not at all.
 """
 import collections
 import contextlib
@@ -23,6 +26,11 @@ from ..errors import InputError, TopicscaleError
 from . import readers
 from .shards import Corpus, CorpusWriter
 from .tokenize import DEFAULT_TOKEN_PATTERN, Tokenizer, load_stopwords
+
+# recorded in both corpora's manifest stats ("prepare_version"); raised when the same command
+# line would write a different corpus. 2: --min-df / --max-df / --max-vocab count training
+# documents only (version 1 counted held-out documents too, so they shaped the vocabulary).
+PREPARE_VERSION = 2
 
 
 def load_vocabulary(spec):
@@ -86,20 +94,22 @@ class _Split:
         self.held = held
         self.skipped_empty = 0
 
+    def is_held(self, position):
+        i = np.searchsorted(self.held, position)
+        return bool(i < len(self.held) and self.held[i] == position)
+
     def add(self, position, doc_id, ids, counts):
         if len(ids) == 0:
             self.skipped_empty += 1
             return
-        i = np.searchsorted(self.held, position)
-        held = i < len(self.held) and self.held[i] == position
-        (self.heldout if held else self.train).add(doc_id, ids, counts)
+        (self.heldout if self.is_held(position) else self.train).add(doc_id, ids, counts)
 
     def close(self, input_name, stats):
         if self.train.n_docs == 0:
             raise InputError(input_name, None, "no non-empty training documents")
         for w in (self.train, self.heldout):
             if w is not None:
-                w.stats = dict(stats, skipped_empty=self.skipped_empty)
+                w.stats = dict(stats, prepare_version=PREPARE_VERSION, skipped_empty=self.skipped_empty)
         if self.heldout is not None:
             self.heldout.close()
         self.train.close()
@@ -166,44 +176,50 @@ def _prepare_bow(path, fmt, vocab_spec, output, heldout_output, heldout, seed, s
 def _prepare_text(files, fmt, vocab_spec, output, heldout_output, heldout, seed, source, tokenizer,
                   min_df, max_df, max_vocab, text_field, id_field, bar):
     docs = lambda: readers.iter_text_documents(files, fmt, text_field, id_field)
+    # the held-out draw comes first: the vocabulary is built from the training documents only
+    held = heldout_rows(sum(1 for _ in docs()) if heldout else 0, heldout, seed)
     if vocab_spec:
         vocab = load_vocabulary(vocab_spec)
-        n_docs = sum(1 for _ in docs()) if heldout else 0
     else:
+        held_positions = set(held.tolist())
         doc_freq = collections.Counter()
-        n_docs = 0
+        n_train = 0
         bar.set_description("counting")
-        for _, text, _, _ in docs():
-            doc_freq.update(set(tokenizer(text)))
-            n_docs += 1
+        for position, (_, text, _, _) in enumerate(docs()):
+            if position not in held_positions:
+                doc_freq.update(set(tokenizer(text)))
+                n_train += 1
             bar.update()
-        vocab = prune_vocabulary(doc_freq, n_docs, min_df, max_df, max_vocab)
+        vocab = prune_vocabulary(doc_freq, n_train, min_df, max_df, max_vocab)
         if not vocab:
             raise InputError(files[0], None, f"no word passes --min-df {min_df} / --max-df {max_df} "
-                             f"in {n_docs} documents")
+                             f"in {n_train} training documents")
         bar.reset()
     index = {w: i for i, w in enumerate(vocab)}
     bar.set_description("encoding")
-    split = _Split(output, heldout_output, vocab, heldout_rows(n_docs, heldout, seed), source)
-    dropped = 0
+    split = _Split(output, heldout_output, vocab, held, source)
+    dropped, heldout_dropped = 0, 0
     try:
         for position, (doc_id, text, _, _) in enumerate(docs()):
             ids, counts, unknown = _encode(tokenizer(text), index)
             dropped += unknown
+            if unknown and split.is_held(position):
+                heldout_dropped += unknown
             split.add(position, doc_id, ids, counts)
             bar.update()
-        split.close(files[0], {"dropped_tokens": dropped})
+        split.close(files[0], {"dropped_tokens": dropped, "heldout_dropped_tokens": heldout_dropped})
     except BaseException as exc:
         split.abort(exc)
         raise
-    return _summary(split, output, heldout_output, len(vocab), dropped)
+    return _summary(split, output, heldout_output, len(vocab), dropped, heldout_dropped)
 
 
-def _summary(split, output, heldout_output, n_words, dropped):
+def _summary(split, output, heldout_output, n_words, dropped, heldout_dropped=0):
+    """dropped: out-of-vocabulary tokens of all documents, heldout_dropped: of the held-out ones."""
     out = {"output": str(output), "documents": split.train.n_docs, "tokens": split.train.n_tokens,
            "nnz": split.train.nnz, "vocabulary": n_words, "skipped_empty": split.skipped_empty,
-           "dropped_tokens": dropped}
+           "dropped_tokens": dropped, "prepare_version": PREPARE_VERSION}
     if split.heldout is not None:
         out.update(heldout_output=str(heldout_output), heldout_documents=split.heldout.n_docs,
-                   heldout_tokens=split.heldout.n_tokens)
+                   heldout_tokens=split.heldout.n_tokens, heldout_dropped_tokens=heldout_dropped)
     return out

@@ -12,15 +12,15 @@ checkpoint (`checkpoint_state`), so a run resumed mid-epoch finishes the same ep
 """
 import numpy as np
 
-from .local import step_metrics
+from .local import estep_statistics, step_metrics
 
 
 class BatchVB:
-    """Batch VB as a global step; tau and kappa are accepted (common contract) and not used."""
+    """Batch VB as a global step (no step size: each epoch replaces lambda)."""
     name = "batch"
     DEFAULTS = {}
 
-    def __init__(self, model, local, corpus_docs, tau=None, kappa=None, seed=0):
+    def __init__(self, model, local, corpus_docs, seed=0):
         if int(corpus_docs) < 1:
             raise ValueError("batch VB needs corpus_docs >= 1")
         self.model = model
@@ -33,7 +33,8 @@ class BatchVB:
 
     def checkpoint_state(self):
         """The unfinished epoch's partial sum, for checkpoints."""
-        total = self._sum if self._sum is not None else np.zeros_like(self.model.lam)
+        m = self.model
+        total = self._sum if self._sum is not None else np.zeros((m.n_words, m.n_topics))
         return {"sum": total, "docs": np.array([self._docs]), "tokens": np.array([self._tokens])}
 
     def restore_state(self, state):
@@ -44,7 +45,7 @@ class BatchVB:
     def step(self, batch):
         """Local step with the current lambda; fold the statistics into the epoch's sum and
         replace lambda once the epoch is complete. metrics["updated"] tells which happened."""
-        stats, result = self.local.statistics(batch, self.model)
+        stats, result = estep_statistics(self.local, batch, self.model)
         updated = self.accumulate(stats)
         return {"updated": updated, "epoch_docs": self._docs if not updated else self.corpus_docs,
                 **step_metrics(result)}
@@ -52,14 +53,14 @@ class BatchVB:
     def accumulate(self, stats):
         m = self.model
         if self._sum is None:
-            self._sum = np.zeros_like(m.lam)
+            self._sum = np.zeros((m.n_words, m.n_topics))
         self._sum[stats.words] += stats.word_topic
         self._docs += stats.n_docs
         self._tokens += stats.n_tokens
         m.docs_seen += stats.n_docs
         if self._docs < self.corpus_docs:
             return False
-        m.lam[...] = m.eta + self._sum
+        m.lam = m.eta + self._sum               # eq. 35 over the whole corpus: lambda replaced
         m.step += 1
         self._sum[...] = 0.0
         self._docs = 0

@@ -40,7 +40,8 @@ from ..kernels.meanfield import word_topic_statistics
 from ..kernels.minibatch import distinct_words, word_major
 from ..kernels.topic_matrix import step_towards
 from ..stats import SufficientStats
-from .local import step_metrics
+from .entries import check_topics_rows
+from .local import estep_statistics, step_metrics
 from .schedule import robbins_monro
 
 
@@ -153,10 +154,17 @@ class _CTMLocal:
         """Fit each document of a CSR block whose `indices` index rows of `topics` (V' x K, beta)."""
         return self.run(indptr, indices, counts, topics, prior)[0]
 
-    def statistics(self, batch, model):
-        """Document step on a minibatch (Rows) and its CTMStats for the global step."""
+    def estep_topics(self, model, words=None):
+        """The topics the document step runs on: beta rows (V' x K, a point estimate: E[beta])
+        of the given words (all when None), the model's estep_topics."""
+        return model.estep_topics(words)
+
+    def statistics(self, batch, model, topics, seed=None):
+        """Document step on a minibatch (Rows) given `topics`, the beta rows of its sorted
+        distinct words (estep_topics), and its CTMStats for the global step. `seed` is unused:
+        the Monte Carlo draws come from the step's own seed (and, for BBVI, the block)."""
         words, local = distinct_words(batch.indices)
-        beta = model.estep_topics(words)
+        beta = check_topics_rows(topics, words.shape[0], model.n_topics)
         result, second = self.run(batch.indptr, local, batch.counts, beta, model.local_prior(),
                                   moments=True, proportions=False)
         # phi_nk = r_n / c_n pi_k beta_wk: sum_d c phi = beta_wk sum_d r_dn pi_dk (as LDA's E-step)
@@ -272,7 +280,7 @@ class CTMSVI:
 
     def step(self, batch):
         _seed_fresh_model(self, batch)
-        stats, result = self.local.statistics(batch, self.model)
+        stats, result = estep_statistics(self.local, batch, self.model)
         self.update(stats)
         return _metrics(stats, result, {"rho": self.last_rho})
 
@@ -291,12 +299,12 @@ class CTMSVI:
 
 class CTMBatch:
     """Variational EM (the paper's sec. 5.1): one iteration per epoch of the stream; the M-step
-    runs when the epoch's corpus_docs documents have all been seen. tau and kappa are accepted
-    (common contract) and not used. The unfinished epoch's sums travel in checkpoints."""
+    runs when the epoch's corpus_docs documents have all been seen. The unfinished epoch's sums
+    travel in checkpoints."""
     name = "batch"
     DEFAULTS = {}
 
-    def __init__(self, model, local, corpus_docs, tau=None, kappa=None, seed=0, seeding=True):
+    def __init__(self, model, local, corpus_docs, seed=0, seeding=True):
         if int(corpus_docs) < 1:
             raise ValueError("batch EM needs corpus_docs >= 1")
         self.model = model
@@ -329,7 +337,7 @@ class CTMBatch:
 
     def step(self, batch):
         _seed_fresh_model(self, batch)
-        stats, result = self.local.statistics(batch, self.model)
+        stats, result = estep_statistics(self.local, batch, self.model)
         epoch_bound = self.accumulate(stats)
         extra = {"updated": epoch_bound is not None,
                  "epoch_docs": self.corpus_docs if epoch_bound is not None else self._docs}

@@ -1,7 +1,8 @@
 """Black-box variational inference as the correlated topic model's document step
 (Ranganath, Gerrish and Blei 2014, through topicscale.bbvi): `--model ctm --local bbvi`, an
 alternative to the Laplace and delta-method steps of inference/ctm.py, with the same contract
-(`fit`, `statistics`, results as CTMResult, statistics as CTMStats).
+(`fit`, `estep_topics`, `statistics(batch, model, topics, seed=None)` from _CTMLocal, results as
+CTMResult, statistics as CTMStats).
 
 Per document d, with the topics beta and the logistic-normal prior N(mu_0, Sigma_0) fixed and the
 topic assignments z summed out,

@@ -20,22 +20,18 @@ class CVB0:
 
     Settings: burn_in (1, as in sec. 4.1) and the document schedule
     rho^Theta_t = theta_s / (theta_tau + t)^theta_kappa (1, 10, 0.9; t counts the document's
-    tokens). max_iter and tol are accepted for the common local-step contract and not used:
-    the number of passes is burn_in + 1, as in Algorithm 2.
+    tokens). The number of passes is burn_in + 1, as in Algorithm 2.
 
     LocalResult: gamma = alpha + N^Theta; exp_elog_theta = exp(E[log theta]) under Dir(gamma);
     token_weight is empty (CVB0 keeps no per-token scalar); sweeps = passes per document.
     """
     name = "cvb0"
 
-    def __init__(self, max_iter=100, tol=1e-3, burn_in=1, theta_s=1.0, theta_tau=10.0,
-                 theta_kappa=0.9, block_floats=BLOCK_FLOATS):
+    def __init__(self, burn_in=1, theta_s=1.0, theta_tau=10.0, theta_kappa=0.9, block_floats=BLOCK_FLOATS):
         if int(burn_in) < 0:
             raise ValueError("burn_in must be >= 0")
         if not (theta_s > 0 and theta_tau >= 0 and theta_kappa >= 0):
             raise ValueError("theta_s > 0, theta_tau >= 0 and theta_kappa >= 0 are required")
-        self.max_iter = int(max_iter)
-        self.tol = float(tol)
         self.burn_in = int(burn_in)
         self.theta_s = float(theta_s)
         self.theta_tau = float(theta_tau)
@@ -50,7 +46,8 @@ class CVB0:
         return self._steps
 
     def estep_topics(self, model, words=None):
-        """E[beta] rows (V' x K) for the given words (all when None): what eq. 5 multiplies by."""
+        """E[beta] rows (V' x K) for the given words (all when None): what eq. 5 multiplies by,
+        the topics this step runs on by default."""
         return model.mean_rows(words)
 
     def _run(self, indptr, indices, counts, topics, alpha, entry_gamma):
@@ -76,14 +73,14 @@ class CVB0:
         gamma, passes, threads = self._run(indptr, indices, counts, topics, alpha, np.empty((0, K)))
         return LocalResult(gamma, None, np.empty(0), passes, threads)
 
-    def statistics(self, batch, model, topics=None, seed=None):
-        """CVB0 on a minibatch (Rows) and its statistics sum_j m_aj gamma_aj per word (hat N^Phi
-        without the C/|M| factor). `topics` (rows for the batch's sorted distinct words) replaces
-        E[beta] when given (e.g. a sampled beta); `seed` is unused (CVB0 is deterministic)."""
+    def statistics(self, batch, model, topics, seed=None):
+        """CVB0 on a minibatch (Rows) given `topics`, the rows eq. 5 multiplies by at the batch's
+        sorted distinct words (E[beta] from estep_topics, or a sampled beta under SSMF), and its
+        statistics sum_j m_aj gamma_aj per word (hat N^Phi without the C/|M| factor). `seed` is
+        unused (CVB0 is deterministic)."""
         words, local = distinct_words(batch.indices)
         K = model.n_topics
-        topics = (self.estep_topics(model, words) if topics is None
-                  else check_topics_rows(topics, words.shape[0], K))
+        topics = check_topics_rows(topics, words.shape[0], K)
         prior = local_prior(model)
         word_topic = np.empty((words.shape[0], K))      # the first block overwrites it
         gammas, passes, threads = [], [], 0

@@ -22,21 +22,17 @@ class Gibbs:
     """`sweeps` Gibbs sweeps per document (the first initialises z), the first `burn_in`
     discarded, document-topic counts averaged over the rest (defaults 5 and 2).
 
-    Without `topics`, statistics() samples given the model's estep_topics (LDA: exp(E[log beta]),
-    as Mimno et al. 2012 do); SSMF-A passes a sampled beta instead. Counts must be whole numbers (tokens are sampled).
-    `seed` seeds fit() and, mixed with the model's step, statistics() when the global step
-    passes no seed. max_iter and tol are accepted for the common local-step contract and not
-    used. LocalResult: gamma = alpha + averaged counts; exp_elog_theta under Dir(gamma);
+    statistics() samples given the topics it is handed: by default (estep_topics) the model's
+    own (LDA: exp(E[log beta]), as Mimno et al. 2012 do); SSMF-A hands it a sampled beta. Counts
+    must be whole numbers (tokens are sampled). `seed` seeds fit() and, mixed with the model's
+    step, statistics() when the global step passes no seed. LocalResult: gamma = alpha + averaged counts; exp_elog_theta under Dir(gamma);
     token_weight empty; sweeps = Gibbs sweeps per document.
     """
     name = "gibbs"
 
-    def __init__(self, max_iter=100, tol=1e-3, sweeps=5, burn_in=2, seed=0,
-                 block_floats=BLOCK_FLOATS):
+    def __init__(self, sweeps=5, burn_in=2, seed=0, block_floats=BLOCK_FLOATS):
         if not 0 <= int(burn_in) < int(sweeps):
             raise ValueError("need 0 <= burn_in < sweeps (at least one sweep is kept)")
-        self.max_iter = int(max_iter)
-        self.tol = float(tol)
         self.sweeps = int(sweeps)
         self.burn_in = int(burn_in)
         self.seed = int(seed)
@@ -44,7 +40,8 @@ class Gibbs:
         self._entries = EntryBuffer()
 
     def estep_topics(self, model, words=None):
-        """The model's own local-step topics (LDA: exp(E[log beta])), rows V' x K."""
+        """The topics this step samples given by default: the model's own local-step topics
+        (LDA: exp(E[log beta])), rows V' x K for the given words (all when None)."""
         return model.estep_topics(words)
 
     def run(self, indptr, indices, counts, topics, alpha, seeds, want_entries=False, want_z=False):
@@ -86,16 +83,15 @@ class Gibbs:
         """The seed statistics() uses when the global step passes none: (seed, model.step)."""
         return step_seed(self.seed, model.step)
 
-    def statistics(self, batch, model, topics=None, seed=None):
+    def statistics(self, batch, model, topics, seed=None):
         """Gibbs on a minibatch (Rows) and its averaged topic-word counts per word.
 
-        topics: rows for the batch's sorted distinct words (default exp(E[log beta]));
+        topics: rows for the batch's sorted distinct words (estep_topics, or a sampled beta);
         seed: the minibatch's seed (default: from this step's seed and model.step).
         """
         words, local = distinct_words(batch.indices)
         K = model.n_topics
-        topics = (self.estep_topics(model, words) if topics is None
-                  else check_topics_rows(topics, words.shape[0], K))
+        topics = check_topics_rows(topics, words.shape[0], K)
         if seed is None:
             seed = self.minibatch_seed(model)
         seeds = document_seeds(seed, batch.rows)

@@ -35,6 +35,7 @@ from ..kernels import hdp as kernel
 from ..kernels.minibatch import distinct_words, word_major
 from ..kernels.topic_matrix import step_towards
 from ..stats import SufficientStats
+from .entries import check_topics_rows
 from .schedule import robbins_monro
 from .svi import SVI
 
@@ -108,11 +109,18 @@ class HDPLocal:
             result.zeta, result.phi, result.tables = zeta, phi, tables
         return result
 
-    def statistics(self, batch, model):
-        """Document step on a minibatch (Rows) and its sufficient statistics for HDPSVI."""
+    def estep_topics(self, model, words=None):
+        """The topics the document step runs on: E[log beta] rows (V' x K) of the given words
+        (all when None), the model's estep_topics."""
+        return model.estep_topics(words)
+
+    def statistics(self, batch, model, topics, seed=None):
+        """Document step on a minibatch (Rows) given `topics`, the E[log beta] rows of its sorted
+        distinct words (estep_topics), and its sufficient statistics for HDPSVI (fig. 9, step
+        11). `seed` is unused (the step is deterministic)."""
         words, local = distinct_words(batch.indices)
-        result = self.fit(batch.indptr, local, batch.counts, model.estep_topics(words),
-                          model.local_prior(), keep=True)
+        topics = check_topics_rows(topics, words.shape[0], model.n_topics)
+        result = self.fit(batch.indptr, local, batch.counts, topics, model.local_prior(), keep=True)
         word_ptr, order, doc = word_major(batch.indptr, local, words.shape[0])
         word_topic = np.empty((words.shape[0], model.n_topics))
         kernel.word_topic_statistics(word_ptr, order, doc,

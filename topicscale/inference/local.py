@@ -1,4 +1,19 @@
-"""Local steps: fit each document's variational parameters given the global topics."""
+"""Local steps: fit each document's variational parameters given the global topics.
+
+The contract every local step keeps (SSMF paper, sec. 2.5: any E-step pairs with any global step):
+
+    estep_topics(model, words=None) -> rows (V' x K)
+        the topic rows the step runs on by default for `model`, at `words` (all when None), in
+        the representation its statistics take;
+    statistics(batch, model, topics, seed=None) -> (stats, result)
+        the step on a minibatch (Rows) given `topics`, one row per distinct word of the batch in
+        ascending order (kernels.minibatch.distinct_words); `model` gives only the document prior
+        and K. seed: the minibatch's seed for a step that samples (Gibbs); the others ignore it.
+
+The topics are explicit because the global step decides them: SVI, SCVB0 and batch VB take the
+step's own (`estep_statistics`), SSMF and SSMF-A a sample of beta from q (SSMF paper, Algorithms
+1 and 2, step 6), whatever the step's own choice would be.
+"""
 from dataclasses import dataclass
 
 import numba
@@ -8,7 +23,7 @@ from ..corpus.shards import Rows
 from ..kernels import meanfield
 from ..kernels.minibatch import distinct_words, word_major
 from ..stats import SufficientStats
-from .entries import exp_dirichlet_expectations
+from .entries import check_topics_rows, exp_dirichlet_expectations
 
 
 @dataclass
@@ -44,6 +59,13 @@ def step_metrics(result):
     return out
 
 
+def estep_statistics(local, batch, model):
+    """`local`'s statistics on the topics it runs on by default for `model` (its estep_topics at
+    the minibatch's words): the local step of every global step but SSMF and SSMF-A."""
+    words, _ = distinct_words(batch.indices)
+    return local.statistics(batch, model, local.estep_topics(model, words))
+
+
 def one_word_batch():
     """A minibatch of one document holding one token of word 0, with the dtypes of real shards
     (so it loads the same kernel specialisations), for warming up kernels."""
@@ -66,7 +88,8 @@ class MeanField:
     is about E[beta] with half a count taken from every lambda_kw (psi(x) ~ log(x - 1/2)), which
     all but removes rare words from their topics; Asuncion et al. (2009, cited by the SCVB0 paper,
     sec. 4.1) trace VB's worse held-out scores to this. With "mean" the E-step and the held-out
-    fold-in multiply by the same topics; the global step is unchanged.
+    fold-in multiply by the same topics; the global step is unchanged. estep_beta chooses only
+    the default topics (estep_topics): under SSMF and SSMF-A the step runs on the sampled beta.
     """
     name = "meanfield"
     PRECISIONS = ("single", "double")
@@ -84,8 +107,9 @@ class MeanField:
         self.estep_beta = estep_beta
 
     def estep_topics(self, model, words=None):
-        """The topic rows B (V' x K) for the given words (all when None): the model's own
-        (exp(E[log beta]) for LDA) or, with estep_beta="mean", E[beta]."""
+        """The topic rows B of eq. 33 (V' x K) for the given words (all when None) that this step
+        runs on by default: the model's own (exp(E[log beta]) for LDA) or, with
+        estep_beta="mean", E[beta]."""
         if self.estep_beta == "mean":
             return model.mean_rows(words)
         return model.estep_topics(words)
@@ -123,10 +147,13 @@ class MeanField:
                 token_weight[s] = sub.token_weight[sub_ptr[j]:sub_ptr[j + 1]]
         return LocalResult(gamma, exp_elog_theta, token_weight, sweeps, threads, redone)
 
-    def statistics(self, batch, model):
-        """E-step on a minibatch (Rows) and its sufficient statistics for the global step."""
+    def statistics(self, batch, model, topics, seed=None):
+        """E-step (eqs. 33-34) on a minibatch (Rows) given the topics B of eq. 33 at its sorted
+        distinct words (estep_topics, or a sampled beta under SSMF), and its sufficient
+        statistics sum_d c_dn phi_dn per word (eq. 35's sum) for the global step. `seed` is
+        unused (the step is deterministic)."""
         words, local = distinct_words(batch.indices)
-        topics = self.estep_topics(model, words)
+        topics = check_topics_rows(topics, words.shape[0], model.n_topics)
         single = topics.astype(np.float32) if self.precision == "single" else None
         result = self.fit(batch.indptr, local, batch.counts, topics, model.local_prior(), single)
         word_ptr, order, doc = word_major(batch.indptr, local, words.shape[0])

@@ -18,7 +18,7 @@ t is model.step, the number of minibatches already folded in (the paper counts "
 iterations"; with a fixed minibatch size the two differ by a constant factor in t, which the
 paper's tau = 1000 was tuned for with minibatches of 100). rho is capped at 1.
 """
-from .local import step_metrics
+from .local import estep_statistics, step_metrics
 from .svi import SVI
 
 
@@ -62,7 +62,7 @@ class SCVB0:
 
     def step(self, batch):
         """One minibatch: local step, then eqs. 7-8. Returns metrics."""
-        stats, result = self.local.statistics(batch, self.model)
+        stats, result = estep_statistics(self.local, batch, self.model)
         self.update(stats)
         return {"rho": self.last_rho, "corpus_tokens": self.corpus_size(), **step_metrics(result)}
 

@@ -22,8 +22,6 @@ All randomness comes from numpy.random.default_rng([seed, model.step]): the beta
 one seed handed to the local step (which derives per-document seeds from it), so a run is
 the same whatever the number of threads.
 """
-import inspect
-
 import numpy as np
 
 from .local import step_metrics
@@ -65,31 +63,6 @@ def sample_topic_rows(lam, words, rng, colsum=None):
     return log_beta, rows
 
 
-class _SampledTopics:
-    """Stands in for the model inside a local step whose statistics() takes no `topics` (e.g.
-    MeanField): estep_topics(words) returns the sampled rows; everything else is the model's."""
-
-    def __init__(self, model, words, rows):
-        self._model, self._words, self._rows = model, words, rows
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-    def estep_topics(self, words=None):
-        if words is None or not np.array_equal(words, self._words):
-            raise ValueError("sampled topics exist only for the minibatch's words")
-        return self._rows
-
-    exp_elog_beta = estep_topics
-
-
-def _accepts(method, name):
-    try:
-        return name in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 class SSMFA:
     """SSMF-A: sample beta from q, run the local step given it, SVI-style update with the ramp.
 
@@ -112,20 +85,19 @@ class SSMFA:
         m = self.model
         rng = np.random.default_rng([self.seed, m.step])
         words = np.unique(batch.indices).astype(np.int64)
+        m.settle()      # step 5 reads all of lambda (column sums): settle in place, not a fresh copy
         _, rows = sample_topic_rows(m.lam, words, rng)
-        stats, result = self.local_statistics(batch, words, rows, rng)
+        stats, result = self.local_statistics(batch, rows, rng)
         self.update(stats)
         return {"rho": self.last_rho, "n_t": self.last_n, **step_metrics(result)}
 
-    def local_statistics(self, batch, words, rows, rng):
+    def local_statistics(self, batch, rows, rng):
         """Step 6: the local step on the minibatch given the sampled topic rows (one row per
-        word of `words`, ascending), seeded from `rng`. Returns (SufficientStats, result)."""
-        m = self.model
+        distinct word of the batch, ascending), whatever topics the step would choose itself
+        (e.g. mean-field's estep_beta), with a seed drawn from `rng`. Returns
+        (SufficientStats, result)."""
         local_seed = int(rng.integers(0, 2 ** 63))
-        kwargs = {"seed": local_seed} if _accepts(self.local.statistics, "seed") else {}
-        if _accepts(self.local.statistics, "topics"):
-            return self.local.statistics(batch, m, topics=rows, **kwargs)
-        return self.local.statistics(batch, _SampledTopics(m, words, rows), **kwargs)
+        return self.local.statistics(batch, self.model, rows, seed=local_seed)
 
     warm_up = SVI.warm_up           # load the kernels before the timed run (train)
 

@@ -132,7 +132,7 @@ class SSMF(SSMFA):
 
     def draw(self, rng):
         """Step 5: log beta'_kv ~ log Gamma(lambda_kv, 1) for every word and topic (V x K)."""
-        return log_gamma_variates(self.model.lam, rng)
+        return log_gamma_variates(self.model.settle(), rng)
 
     def step(self, batch):
         m = self.model
@@ -141,25 +141,26 @@ class SSMF(SSMFA):
         words = np.unique(batch.indices).astype(np.int64)
         log_beta = log_normalise(log_x)[words]
         rows = np.exp(log_beta - log_beta.max(axis=1, keepdims=True))
-        stats, result = self.local_statistics(batch, words, rows, rng)
+        stats, result = self.local_statistics(batch, rows, rng)
         self.update(stats, log_x)
-        V, K = m.lam.shape
+        V, K = m.n_words, m.n_topics
         return {"rho": self.last_rho, "n_t": self.last_n, "projected": self.last_projected,
                 "projected_share": self.last_projected / (V * K), **step_metrics(result)}
 
     def update(self, stats, log_x):
         """Algorithm 1, steps 3 and 7 (eq. 26), then the projection. log_x: the step-5 draws."""
         m = self.model
+        lam = m.settle()                    # lambda itself (eq. 26 moves every entry)
         rho = robbins_monro(m.step, self.tau, self.kappa)
         n_t = ramp(m.docs_seen + stats.n_docs, self.corpus_docs) if self.ramp else self.corpus_docs
-        new = (1.0 - rho) * m.lam + rho * m.eta
+        new = (1.0 - rho) * lam + rho * m.eta
         if stats.n_docs:
-            counts = np.zeros_like(m.lam)
+            counts = np.zeros_like(lam)
             counts[stats.words] = stats.word_topic
-            new += (rho * n_t / stats.n_docs) * natural_gradient(m.lam, log_x, counts)
+            new += (rho * n_t / stats.n_docs) * natural_gradient(lam, log_x, counts)
         low = new < self.floor()            # NaN stays (the driver's non-finite guard sees it)
         new[low] = self.floor()
-        m.lam[...] = new
+        lam[...] = new                      # written in place; step + 1 below drops the kept sums
         m.step += 1
         m.docs_seen += stats.n_docs
         self.last_rho, self.last_n = rho, n_t

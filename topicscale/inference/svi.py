@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..kernels.topic_matrix import add_rows_summed, affine_step_summed
-from .local import one_word_batch, step_metrics
+from .local import estep_statistics, one_word_batch, step_metrics
 from .schedule import robbins_monro
 
 
@@ -18,16 +18,17 @@ class SVI:
         self.kappa = kappa
 
     def step(self, batch):
-        """One minibatch: local step, then the global natural-gradient step. Returns metrics."""
-        stats, result = self.local.statistics(batch, self.model)
+        """One minibatch: local step on its default topics, then the global natural-gradient step.
+        Returns metrics."""
+        stats, result = estep_statistics(self.local, batch, self.model)
         self.update(stats)
         return {"rho": self.last_rho, **step_metrics(result)}
 
     def warm_up(self):
         """Load (or compile) the local step's kernels, by its `statistics` on a minibatch of one
-        token, and the update's (see train: not counted as training time); leaves the model
-        untouched."""
-        self.local.statistics(one_word_batch(), self.model)
+        token and its default topics, and the update's (see train: not counted as training time);
+        leaves the model untouched."""
+        estep_statistics(self.local, one_word_batch(), self.model)
         K = self.model.n_topics
         none, no_stats = np.zeros(0, dtype=np.int64), np.zeros((0, K))
         affine_step_summed(np.ones((1, K)), 1.0, 0.0, none, 0.0, no_stats)      # the settling step

@@ -5,14 +5,13 @@ from .ctm import CTMModel       # no numba at import time
 from .hdp import HDPModel       # no numba at import time (kernels load lazily)
 from .lda import LDAModel
 
-MODEL_TYPES = {"lda": LDAModel, "hdp": HDPModel}
-MODEL_TYPES["ctm"] = CTMModel
 
 
 def load_model(path):
-    """Load any topicscale model folder."""
+    """Load any topicscale model folder (its class by the kind it records: registry.MODELS)."""
+    from ..registry import MODELS, model_class
     meta, arrays, vocab = store.load(path)
     kind = meta.get("model")
-    if kind not in MODEL_TYPES:
+    if kind not in MODELS:
         raise InputError(path, None, f"unknown model type {kind!r}")
-    return MODEL_TYPES[kind].from_stored(meta, arrays, vocab)
+    return model_class(kind).from_stored(meta, arrays, vocab)

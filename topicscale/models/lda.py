@@ -21,11 +21,17 @@ class LDAModel:
     lambda is kept as scale * store + shift with two scalars: a step multiplies them
     (scale <- (1 - rho) scale, shift <- (1 - rho) shift + rho eta), adds the statistics divided
     by the new scale to the minibatch's rows of the store, and updates the store's column sums by
-    what it added. Reading `lam` settles it (store <- scale * store + shift, one pass; scale 1,
-    shift 0), as does a step whose scale would fall below SETTLE_BELOW (rho = 1 among them). The
-    hot paths (topic rows, column totals, E[beta], the model file) read the lazy form without
-    settling, so that reads never change the arithmetic of training; a checkpoint stores the
-    lazy form as it is, so a resumed run continues bit for bit.
+    what it added. `settle()` folds the two scalars into the store (store <- scale * store +
+    shift, one pass; scale 1, shift 0), as does a step whose scale would fall below SETTLE_BELOW
+    (rho = 1 among them). Nothing else settles: every read (`lam`, topic rows, column totals,
+    E[beta], the model file) leaves the model as it is, so reads never change the arithmetic of
+    training; a checkpoint stores the lazy form as it is, so a resumed run continues bit for bit.
+
+    Reading and writing lambda: `lam` is read-only (writes raise), lambda as it is now, valid
+    until the next change (copy it to keep it): for a settled model a view of the store, for a
+    lazy one a freshly computed array. A global step replaces lambda with `lam = new`, or writes
+    into the store that `settle()` returns (lambda itself) and then advances `step` (the kept
+    column sums are keyed by step).
     """
     kind = "lda"
 
@@ -40,7 +46,27 @@ class LDAModel:
 
     @property
     def lam(self):
-        """lambda (V x K, lambda_kw at [w, k]), settled; writes into it are writes to lambda."""
+        """lambda (V x K, lambda_kw at [w, k]), read-only, without changing the model: a view of
+        the store when settled, else scale * store + shift computed afresh (as `save` writes it).
+        Valid until lambda next changes; to change lambda assign `lam` or write into settle()."""
+        out = self._lambda_as_saved()
+        if out is self._store:
+            out = out.view()
+        out.flags.writeable = False
+        return out
+
+    @lam.setter
+    def lam(self, value):
+        """Replace lambda (V x K) by `value`, which becomes the (settled) store."""
+        self._store = value
+        self._scale, self._shift = 1.0, 0.0
+        self._store_sums = None                 # (step, column sums of the store) when known
+
+    def settle(self):
+        """Fold the lazy form into the store in place (store <- scale * store + shift, one pass
+        that also sums its columns; scale 1, shift 0) and return the store: lambda itself, for a
+        global step that reads all of it or writes it in place (writes into it are writes to
+        lambda; advance `step` after them). A settled model is left as it is."""
         if self._lazy:
             from ..kernels.topic_matrix import affine_step_summed
             K = self._store.shape[1]
@@ -49,12 +75,6 @@ class LDAModel:
             self._scale, self._shift = 1.0, 0.0
             self._store_sums = (self.step, sums)
         return self._store
-
-    @lam.setter
-    def lam(self, value):
-        self._store = value
-        self._scale, self._shift = 1.0, 0.0
-        self._store_sums = None                 # (step, column sums of the store) when known
 
     @property
     def _lazy(self):

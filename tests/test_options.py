@@ -1,0 +1,201 @@
+"""Every fit option does what it says or is refused: a test generated from the declarations
+(topicscale/options.py and the registry's matrix) over every model x algorithm x local step."""
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from synthetic import lda_documents, planted_topics, write_corpus
+from topicscale import options, registry
+from topicscale.cli import cli
+from topicscale.models import store
+
+ROOT = Path(__file__).resolve().parent.parent
+CELLS = [(c.model, c.algorithm, local) for c in registry.MATRIX for local in c.locals]
+# a value for each option that differs from what the base run (below) uses
+CHANGED = {"n_topics": "3", "alpha": "0.3", "eta": "0.2", "omega": "5", "doc_truncation": "2", "kappa": "0.6",
+           "tau": "2", "max_iter": "1", "tol": "0.5", "accelerate": None, "precision": "double",
+           "estep_beta": "exp-elog", "batch_size": "30", "passes": "2", "max_docs": "20", "time_limit": "1e-6",
+           "seed": "7"}
+# options that must not change the model; each has its own test below
+RUN_ONLY = {"threads", "heldout", "eval_every", "checkpoint_every", "checkpoint_seconds", "init_model"}
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def arrays(folder):
+    """The model's arrays (its parameters), not its metadata (which records the settings)."""
+    _, data, _ = store.load(folder)
+    return data
+
+
+def same_model(a, b):
+    x, y = arrays(a), arrays(b)
+    return x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    rng = np.random.default_rng(11)
+    beta = planted_topics(4, 40, rng)
+    root = tmp_path_factory.mktemp("tiny")
+    corpus = write_corpus(root / "train", lda_documents(beta, 60, 30, 0.3, rng), 40)
+    heldout = write_corpus(root / "heldout", lda_documents(beta, 10, 30, 0.3, rng), 40)
+    return corpus.path, heldout.path
+
+
+def base_args(model, algorithm, local):
+    return ["--model", model, "--algorithm", algorithm, "--local", local, "-k", "4", "--batch-size", "20", "-q"]
+
+
+def test_every_declared_option_has_a_test_value():
+    assert set(options.BY_NAME) == set(CHANGED) | RUN_ONLY
+
+
+@pytest.mark.parametrize("cell", CELLS, ids="-".join)
+def test_every_option_changes_the_model_or_is_refused(tiny, tmp_path, cell):
+    corpus, _ = tiny
+    base = tmp_path / "base"
+    assert run("fit", corpus, *base_args(*cell), "-o", base).exit_code == 0
+    owned = options.owned(*cell)
+    for name, value in CHANGED.items():
+        out = tmp_path / name
+        args = base_args(*cell)
+        if name in ("n_topics", "batch_size"):           # replace the base run's value
+            i = args.index(options.flag(name) if name != "n_topics" else "-k")
+            del args[i:i + 2]
+        given = [options.flag(name)] + ([] if value is None else [value])
+        r = run("fit", corpus, *args, *given, "-o", out)
+        part_option = options.BY_NAME[name] in options.PART_OPTIONS
+        if part_option and name not in owned:
+            assert r.exit_code == 2, (name, r.output)
+            assert re.search(rf"{options.flag(name)} (goes with|does not go with)", r.output), r.output
+            assert not out.exists()                      # refused before anything is written
+        else:
+            assert r.exit_code == 0, (name, r.output)
+            assert not same_model(base, out), f"{options.flag(name)} {value} did not change the model"
+
+
+def test_threads_do_not_change_the_model(tiny, tmp_path):
+    corpus, _ = tiny
+    for threads in ("1", "2"):
+        assert run("fit", corpus, *base_args("lda", "svi", "meanfield"), "--threads", threads,
+                   "-o", tmp_path / threads).exit_code == 0
+    assert same_model(tmp_path / "1", tmp_path / "2")
+
+
+def test_heldout_scores_and_eval_every_needs_it(tiny, tmp_path):
+    corpus, heldout = tiny
+    r = run("fit", corpus, "-k", "4", "--batch-size", "20", "--eval-every", "1", "-o", tmp_path / "m")
+    assert r.exit_code == 2 and "--eval-every goes with --heldout" in r.output and not (tmp_path / "m").exists()
+    r = run("fit", corpus, "-k", "4", "--batch-size", "20", "--heldout", heldout, "--eval-every", "1", "--json",
+            "-o", tmp_path / "m")
+    assert r.exit_code == 0 and json.loads(r.output)["heldout"]["per_word_ll"] < 0
+    evals = [json.loads(line) for line in (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()]
+    assert sum(e["event"] == "eval" for e in evals) == 3
+
+
+def test_an_option_in_a_preset_counts_as_given(tiny, tmp_path):
+    corpus, _ = tiny
+    preset = tmp_path / "p.toml"
+    preset.write_text("omega = 3\n")
+    r = run("fit", corpus, "--config", preset, "-o", tmp_path / "m")
+    assert r.exit_code == 2 and "--omega goes with --model hdp" in r.output
+    preset.write_text("max-iter = 100\n")                # the default value, still given: selects meanfield
+    r = run("fit", corpus, "--config", preset, "--algorithm", "ssmf-a", "-k", "3", "--json", "-q", "-o", tmp_path / "m")
+    assert r.exit_code == 0 and json.loads(r.output)["local"] == "meanfield"
+
+
+@pytest.mark.parametrize("flags,local", [(["--precision", "double"], "meanfield"), (["--max-iter", "3"], "meanfield"),
+                                         (["--tol", "0.01"], "meanfield"), ([], "gibbs")])
+def test_an_option_of_one_local_step_selects_it(tiny, tmp_path, flags, local):
+    corpus, _ = tiny
+    r = run("fit", corpus, "--algorithm", "ssmf-a", "-k", "3", *flags, "--json", "-q", "-o", tmp_path / "m")
+    assert r.exit_code == 0 and json.loads(r.output)["local"] == local
+
+
+@pytest.mark.parametrize("name", sorted(set(options.BY_NAME) - set(options.RESUME_OPTIONS)))
+def test_resume_refuses_every_option_but_threads(tiny, tmp_path, name):
+    corpus, heldout = tiny
+    out = tmp_path / "m"
+    assert run("fit", corpus, "-k", "3", "--batch-size", "20", "-q", "-o", out).exit_code == 0
+    value = {"heldout": heldout, "init_model": out, "eval_every": "1", "checkpoint_every": "1",
+             "checkpoint_seconds": "1"}.get(name, CHANGED.get(name))
+    r = run("fit", "--resume", out, options.flag(name), *([] if value is None else [value]))
+    assert r.exit_code == 2 and f"{options.flag(name)} does not go with --resume" in r.output, r.output
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--tau", "0.5"], "--tau must be at least 1"),
+    (["--kappa", "0.5"], "0.5<x<=1.0"),
+    (["--algorithm", "batch", "--kappa", "0.7"], "--kappa goes with"),
+    (["--local", "cvb0", "--accelerate"], "--accelerate goes with --local meanfield"),
+    (["--doc-truncation", "3"], "--doc-truncation goes with --local hdp"),
+    (["--algorithm", "ssmf", "--local", "meanfield", "--estep-beta", "mean"], "runs on sampled topics"),
+    (["--model", "ctm", "--alpha", "0.1"], "--alpha goes with the models lda, hdp"),
+])
+def test_refusals_name_the_option_and_what_it_goes_with(tiny, tmp_path, flags, message):
+    corpus, _ = tiny
+    r = run("fit", corpus, *flags, "-o", tmp_path / "m")
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert not (tmp_path / "m").exists()
+
+
+def test_no_step_exceeds_one(tiny, tmp_path):
+    corpus, _ = tiny
+    for algorithm in ("svi", "ssmf-a", "scvb0"):
+        out = tmp_path / algorithm
+        assert run("fit", corpus, "--algorithm", algorithm, "--tau", "1", "-k", "3", "--batch-size", "20",
+                   "--passes", "2", "-q", "-o", out).exit_code == 0
+        rhos = [json.loads(line).get("rho") for line in (out / "metrics.jsonl").read_text().splitlines()]
+        rhos = [r for r in rhos if r is not None]
+        assert rhos and max(rhos) <= 1.0 and rhos[0] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("limit", [["--time-limit", "0.5"], ["--max-docs", "300"]])
+def test_a_limit_without_passes_trains_until_the_limit(tiny, tmp_path, limit):
+    corpus, _ = tiny
+    r = run("fit", corpus, "-k", "3", "--batch-size", "20", *limit, "--json", "-q", "-o", tmp_path / "m")
+    summary = json.loads(r.output)
+    if limit[0] == "--time-limit":
+        assert summary["train_seconds"] >= 0.5 and summary["docs"] > 60
+    else:
+        assert summary["docs"] == 300                    # five passes of 60 documents
+    r = run("fit", corpus, "-k", "3", "--batch-size", "20", *limit, "--passes", "1", "--json", "-q", "-o",
+            tmp_path / "one")
+    assert json.loads(r.output)["docs"] == 60            # --passes still bounds it
+
+
+def test_init_refuses_model_options_and_drops_the_old_local_steps_settings(tiny, tmp_path):
+    corpus, _ = tiny
+    first = tmp_path / "first"
+    assert run("fit", corpus, "-k", "3", "--batch-size", "20", "--local", "meanfield", "--estep-beta", "mean",
+               "-q", "-o", first).exit_code == 0
+    r = run("fit", corpus, "--init", first, "-k", "3", "-o", tmp_path / "x")
+    assert r.exit_code == 2 and "--topics does not go with --init" in r.output
+    r = run("fit", corpus, "--init", first, "--alpha", "0.5", "-o", tmp_path / "x")
+    assert r.exit_code == 2 and "--alpha does not go with --init" in r.output
+    second = tmp_path / "second"
+    assert run("fit", corpus, "--init", first, "--algorithm", "ssmf-a", "--local", "meanfield", "--batch-size", "20",
+               "-q", "-o", second).exit_code == 0
+    settings = json.loads(run("info", second, "--json").output)
+    assert settings["local"] == "meanfield" and settings["algorithm"] == "ssmf-a" and "estep_beta" not in settings
+
+
+def test_readme_tables_are_the_declarations():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    begin, end = "<!-- options: generated by topicscale.options.markdown_tables -->\n", "<!-- end options -->"
+    assert begin in readme and end in readme
+    assert readme.split(begin)[1].split(end)[0] == options.markdown_tables()
+
+
+def test_fit_help_lists_the_matrix_and_where_each_option_applies():
+    text = run("fit", "--help").output
+    for line in options.matrix_lines():
+        assert " ".join(line.split()) in " ".join(text.split())
+    assert "Goes with --model hdp" in " ".join(text.split())

@@ -1,0 +1,209 @@
+"""The options of `topicscale fit`, declared once: `fit --help`, the README's tables and the
+validation of a run all read these declarations and the registry's (which part owns which).
+
+An option is *given* when it is set to anything but None (on the command line or in a
+`--config` preset: click's defaults are all None, and the defaults below are filled in by
+runs.with_defaults after the check). `check` refuses, before anything is written, every given
+option that no part of the run owns, with one line naming what the option goes with.
+"""
+from dataclasses import dataclass
+
+import click
+
+from . import registry
+from .errors import TopicscaleError
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str                # the setting's name in a run's configuration and a model's settings
+    flags: tuple             # click's parameter declarations
+    type: object
+    help: str
+    default: object = None   # filled in when unset and owned by the run (None: the owner decides)
+    default_text: str = ""   # the default as --help states it when it depends on the owner
+
+
+# ------------------------------------------------------------------------------ declarations
+SCHEDULE = ("rho_t = (tau + t)^-kappa with t = 0 at the first minibatch (gensim's `offset` is tau; "
+            "scikit-learn's `learning_offset` is tau - 1; the SVI paper's tau is tau - 1, as it counts "
+            "t from 1)")
+PART_OPTIONS = (
+    Option("n_topics", ("-k", "--topics", "n_topics"), click.IntRange(1),
+           "Number of topics K (HDP: the corpus truncation).", default_text="100, HDP 150"),
+    Option("alpha", ("--alpha",), click.FloatRange(0, min_open=True),
+           "Topic-proportion prior (HDP: document concentration).", default_text="1/K, HDP 1, or the algorithm's"),
+    Option("eta", ("--eta",), click.FloatRange(0, min_open=True), "Topic Dirichlet prior.", 0.01),
+    Option("omega", ("--omega",), click.FloatRange(0, min_open=True),
+           "Corpus concentration of the topic sticks.", 1.0),
+    Option("doc_truncation", ("--doc-truncation",), click.IntRange(1),
+           "Document truncation T: topics one document can use.", 15),
+    Option("kappa", ("--kappa",), click.FloatRange(0.5, 1.0, min_open=True),
+           f"Forgetting rate, in (0.5, 1]: {SCHEDULE}.", 0.7, "0.7, or the algorithm's"),
+    Option("tau", ("--tau",), click.FloatRange(0, min_open=True),
+           "Delay: down-weights the first minibatches; at least 1, so that no step exceeds 1 "
+           "(SCVB0: any tau > 0, its step is capped at 1).", 64.0, "64, or the algorithm's"),
+    Option("max_iter", ("--max-iter",), click.IntRange(1), "Cap on E-step sweeps per document.", 100),
+    Option("tol", ("--tol",), click.FloatRange(0),
+           "The E-step stops when the mean change of a document's parameters is below this.", 1e-3),
+    Option("accelerate", ("--accelerate/--no-accelerate",), None,
+           "SQUAREM-accelerated mean-field E-step: fewer sweeps per document (benchmarks/README.md).", False),
+    Option("precision", ("--precision",), click.Choice(["single", "double"]),
+           "Floating point of the mean-field E-step while training (topic rows and exp(E[log theta])); "
+           "a document near float32's range is redone in double (double_docs in metrics.jsonl). "
+           "gamma and the topics stay float64; eval and infer run in double.", "single"),
+    Option("estep_beta", ("--estep-beta",), click.Choice(["exp-elog", "mean"]),
+           "Topics the mean-field E-step multiplies by: mean = E[beta], CVB0's plug-in, which keeps rare "
+           "words in their topics; exp-elog = exp(E[log beta]), the SVI paper's eq. 33.", "mean"),
+)
+RUN_OPTIONS = (
+    Option("batch_size", ("--batch-size",), click.IntRange(1), "Documents per minibatch S.", 500,
+           "500, or the algorithm's paper's"),
+    Option("passes", ("--passes",), click.FloatRange(0, min_open=True),
+           "Passes over the corpus (fractions allowed).", default_text="1, or until --time-limit / "
+           "--max-docs when one is given"),
+    Option("max_docs", ("--max-docs",), click.IntRange(1), "Stop after this many documents."),
+    Option("time_limit", ("--time-limit",), click.FloatRange(0, min_open=True),
+           "Stop after this many seconds of training."),
+    Option("seed", ("--seed",), int, "Seed: same seed, same model, bit for bit.", 0),
+    Option("threads", ("--threads",), int, "Threads for the E-step (the model does not depend on it).",
+           default_text="all cores"),
+    Option("heldout", ("--heldout",), click.Path(exists=True, file_okay=False),
+           "Held-out corpus scored during and after training (eval's default protocol)."),
+    Option("eval_every", ("--eval-every",), click.IntRange(1), "Minibatches between held-out evaluations.",
+           default_text="only at the end"),
+    Option("checkpoint_every", ("--checkpoint-every",), click.IntRange(1), "Minibatches between checkpoints."),
+    Option("checkpoint_seconds", ("--checkpoint-interval", "checkpoint_seconds"), click.FloatRange(0),
+           "Seconds between checkpoints (0: only by --checkpoint-every).", 300.0),
+    Option("init_model", ("--init", "init_model"), click.Path(exists=True, file_okay=False),
+           "Continue training this model (same vocabulary; its priors and K are kept, its step "
+           "counter carried on)."),
+)
+BY_NAME = {o.name: o for o in PART_OPTIONS + RUN_OPTIONS}
+# options a run may change on --resume (the rest come from the checkpoint)
+RESUME_OPTIONS = ("threads",)
+
+
+def flag(name):
+    """The option's long flag as a user types it (e.g. --max-iter)."""
+    if name == "local":
+        return "--local"
+    long = [f for f in BY_NAME[name].flags if f.startswith("--")][0]
+    return long.split("/")[0]
+
+
+# ------------------------------------------------------------------------------ ownership
+def owners(name):
+    """Where an option applies, in words: 'the models lda, hdp', 'the local steps meanfield, hdp'."""
+    models = [m for m, p in registry.MODELS.items() if name in p.options]
+    steps = sorted({c.algorithm for c in registry.MATRIX if name in c.step.options})
+    locals_ = [n for n, p in registry.LOCAL_STEPS.items() if name in p.options]
+    parts = []
+    if models:
+        parts.append(("--model " if len(models) == 1 else "the models ") + ", ".join(models))
+    if steps:
+        parts.append(("--algorithm " if len(steps) == 1 else "the algorithms ") + ", ".join(steps))
+    if locals_:
+        parts.append(("--local " if len(locals_) == 1 else "the local steps ") + ", ".join(locals_))
+    return " and ".join(parts)
+
+
+def owned(model, algorithm, local):
+    """The part options a run of this model, global step and local step owns."""
+    c = registry.cell(model, algorithm)
+    return ((set(registry.MODELS[model].options) | set(c.step.options)
+             | set(registry.LOCAL_STEPS[local].options)) - set(c.step.refuses))
+
+
+def given_options(config):
+    """The declared options a run's configuration sets (to anything but None)."""
+    return {name for name in BY_NAME if config.get(name) is not None}
+
+
+def select_local(config):
+    """The local step a run gets without --local, when its given options choose one: an option
+    owned by one of the accepted local steps only (e.g. --precision: meanfield) selects that
+    step, as long as the default does not own it. None: the default applies."""
+    if config.get("local"):
+        return config["local"]
+    c = registry.cell(config["model"], config["algorithm"])
+    wanted = given_options(config) & {o for name in c.locals for o in registry.LOCAL_STEPS[name].options}
+    default_owns = set(registry.LOCAL_STEPS[c.locals[0]].options)
+    if not wanted or (wanted <= default_owns and (config["model"], config["algorithm"])
+                      not in registry.ADAPTIVE_DEFAULT):
+        return None
+    fits = [name for name in c.locals if wanted <= set(registry.LOCAL_STEPS[name].options)]
+    return fits[0] if len(fits) == 1 else None
+
+
+def check(config):
+    """Refuse (TopicscaleError, one line) every given option that does not apply to this run:
+    one no part of the model x algorithm x local step owns, one the global step refuses, an
+    option of the model with --init (the model keeps its own), --eval-every without --heldout,
+    a step size above 1. config["local"] must be chosen already."""
+    model, algorithm, local = config["model"], config["algorithm"], config["local"]
+    registry.check_local(model, algorithm, local)
+    c = registry.cell(model, algorithm)
+    here = owned(model, algorithm, local)
+    run = f"--model {model} --algorithm {algorithm} --local {local}"
+    for name in sorted(given_options(config), key=list(BY_NAME).index):
+        if name in c.step.refuses:
+            raise TopicscaleError(f"{flag(name)} does not go with --algorithm {algorithm}: "
+                                  f"{c.step.why_refused}")
+        if name in BY_NAME and BY_NAME[name] in PART_OPTIONS and name not in here:
+            raise TopicscaleError(f"{flag(name)} goes with {owners(name)}, not with {run}")
+        if config.get("init_model") and name in registry.MODELS[model].options:
+            raise TopicscaleError(f"{flag(name)} does not go with --init (the model keeps its own)")
+    if config.get("eval_every") is not None and not config.get("heldout"):
+        raise TopicscaleError("--eval-every goes with --heldout (it schedules held-out evaluations)")
+    tau = config.get("tau")
+    if tau is not None and tau < 1 and algorithm != "scvb0":
+        raise TopicscaleError(f"--tau {tau:g} would make the first step size tau^-kappa exceed 1: "
+                              "--tau must be at least 1 (rho_t = (tau + t)^-kappa, t = 0 at the first minibatch)")
+
+
+def check_resume(config):
+    """--resume continues with its checkpoint's settings: only RESUME_OPTIONS may be given
+    (besides --json and --quiet, which change only what is printed)."""
+    selectors = [f"--{name}" for name in ("model", "algorithm", "local", "force") if config.get(name)]
+    extra = selectors + [flag(n) for n in sorted(given_options(config) - set(RESUME_OPTIONS),
+                                                  key=list(BY_NAME).index)]
+    if extra:
+        raise TopicscaleError(f"{extra[0]} does not go with --resume (the run continues with the "
+                              f"settings in its checkpoint; only {', '.join(map(flag, RESUME_OPTIONS))} "
+                              "may change)")
+
+
+# ------------------------------------------------------------------------------ documentation
+def help_text(option):
+    """An option's --help: what it does, where it applies, its default."""
+    where = owners(option.name) if option in PART_OPTIONS else ""
+    default = option.default_text or (None if option.default is None else option.default)
+    if isinstance(default, bool):
+        default = "on" if default else "off"
+    return (option.help + (f" Goes with {where}." if where else "")
+            + (f"  [default: {default}]" if default is not None else ""))
+
+
+def matrix_lines():
+    """The accepted model x algorithm x local-step combinations, one line per row."""
+    return [f"--model {c.model} --algorithm {c.algorithm:<7} --local {' | '.join(c.locals)}"
+            for c in registry.MATRIX]
+
+
+def markdown_tables():
+    """The README's matrix and option tables (tests/test_options.py keeps the README equal to it)."""
+    lines = ["| --model | --algorithm | --local (default first) | options of the model and steps |",
+             "|---|---|---|---|"]
+    for c in registry.MATRIX:
+        locals_ = ", ".join(f"`{n}`" + (" (auto)" if (c.model, c.algorithm) in registry.ADAPTIVE_DEFAULT
+                                        and n in registry.ADAPTIVE_DEFAULT[(c.model, c.algorithm)] else "")
+                            for n in c.locals)
+        opts = sorted(set().union(*(owned(c.model, c.algorithm, n) for n in c.locals)),
+                      key=list(BY_NAME).index)
+        lines.append(f"| `{c.model}` | `{c.algorithm}` | {locals_} | {' '.join(f'`{flag(o)}`' for o in opts)} |")
+    lines += ["", "| option | goes with | default |", "|---|---|---|"]
+    for o in PART_OPTIONS:
+        default = o.default_text or o.default
+        lines.append(f"| `{flag(o.name)}` | {owners(o.name)} | {default} |")
+    return "\n".join(lines) + "\n"
