@@ -121,6 +121,7 @@ def assert_resumes_to_the_same_model(out, whole, step, resume_cmd=None):
     assert (out / "model.npz").read_bytes() == (whole / "model.npz").read_bytes()
     assert batch_steps(out) == batch_steps(whole) == list(range(1, STEPS + 1))
     assert not (out / "checkpoint.npz").exists()
+    assert not list(out.glob(".*.tmp"))                 # a killed write's temporary file is cleared
     assert (out / ".lock").exists() and lock_holder(out) is None
 
 

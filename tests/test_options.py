@@ -199,3 +199,12 @@ def test_fit_help_lists_the_matrix_and_where_each_option_applies():
     for line in options.matrix_lines():
         assert " ".join(line.split()) in " ".join(text.split())
     assert "Goes with --model hdp" in " ".join(text.split())
+
+
+def test_svi_paper_preset_gives_the_papers_first_step(tiny, tmp_path):
+    """The SVI paper's rho_t = (t + 1)^-0.9 counts t from 1: its first step is 2^-0.9."""
+    corpus, _ = tiny
+    out = tmp_path / "m"
+    assert run("fit", corpus, "--config", "svi-paper", "-k", "3", "-q", "-o", out).exit_code == 0
+    rho = [json.loads(line).get("rho") for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert rho[0] == pytest.approx(2 ** -0.9)

@@ -139,6 +139,8 @@ def run_fit(config, resume=False, progress=False, say=print):
         config = with_defaults(config)
     output.mkdir(parents=True, exist_ok=True)
     with OutputLock(output):
+        for leftover in output.glob(".*.tmp"):         # a killed run's unrenamed atomic_file writes
+            leftover.unlink()
         if resume:
             model, saved, state, algo_state, log_bytes = _load_checkpoint(output)
             saved["threads"] = config["threads"]
