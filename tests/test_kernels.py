@@ -473,6 +473,42 @@ def test_lazy_lambda_survives_a_checkpoint_bit_for_bit(tmp_path):
     assert np.array_equal(restored.column_totals(), model.column_totals())
 
 
+def test_reading_lam_leaves_a_lazy_model_unchanged(tmp_path):
+    """Reading lambda is side-effect free: a lazy model keeps its scale, shift and store (bits),
+    its checkpoint and model file are byte-identical to those of a twin never read, and the array
+    read is lambda, read-only; settle() is what folds the lazy form into the store."""
+    from topicscale.models import store
+    from topicscale.models.lda import LDAModel
+    rng = np.random.default_rng(13)
+    V, K = 70, 5
+    start = LDAModel.initial([f"w{i}" for i in range(V)], K, 0.1, 0.01, rng)
+    twins = [LDAModel(start.lam.copy(), start.alpha.copy(), start.eta, start.vocab) for _ in range(2)]
+    for step in _random_steps(rng, V, K, 25):
+        for m in twins:
+            m.update_topics(*step)
+    read, untouched = twins
+    assert read._lazy
+    before = (read._scale, read._shift, read._store.copy(), read._store_sums[1].copy())
+    lam = read.lam
+    assert np.array_equal(lam, read._scale * read._store + read._shift)
+    assert (read._scale, read._shift) == before[:2]
+    assert np.array_equal(read._store, before[2]) and np.array_equal(read._store_sums[1], before[3])
+    read.topic_weights()
+    assert (read._scale, read._shift) == before[:2] and np.array_equal(read._store, before[2])
+    with pytest.raises(ValueError):
+        lam[0, 0] = 1.0                                  # a read is not a way to write lambda
+    for m, name in ((read, "read"), (untouched, "untouched")):
+        store.save(tmp_path / name, *m.stored(), m.vocab, filename="checkpoint.npz")
+        m.save(tmp_path / name)
+    for filename in ("checkpoint.npz", "model.npz"):
+        assert (tmp_path / "read" / filename).read_bytes() == (tmp_path / "untouched" / filename).read_bytes()
+    # settling (what a global step that writes lambda in place calls) gives the same lambda
+    assert read.settle() is read._store and not read._lazy
+    assert np.array_equal(read.lam, lam)
+    with pytest.raises(ValueError):
+        read.lam[0, 0] = 1.0                             # settled: a read-only view of the store
+
+
 @pytest.mark.parametrize("kind", ["hdp", "ctm"])
 def test_hdp_and_ctm_finiteness_checks_every_parameter(kind):
     """is_finite (the driver's divergence guard) sees a NaN anywhere in lambda and an infinity

@@ -123,6 +123,8 @@ def test_save_load_round_trip_and_continued_training(planted, tmp_path, name):
     assert (evaluate_model(loaded, heldout, fold_in="own", local=local)
             == evaluate_model(model, heldout, fold_in="own", local=local))
     # the algorithm's whole state is in the model: training on from either gives the same model
+    # (the file holds lambda settled, so the lazy form in memory is settled likewise)
+    model.settle()
     a, _, _ = fit(name, train_corpus, passes=1, model=model, seed=3)
     b, _, _ = fit(name, train_corpus, passes=1, model=loaded, seed=3)
     assert np.array_equal(a.lam, b.lam)
