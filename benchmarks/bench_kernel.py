@@ -182,7 +182,7 @@ def worker_anatomy(spec):
     from topicscale import registry
     from topicscale.corpus.shards import Corpus
     from topicscale.corpus.stream import MinibatchStream
-    from topicscale.inference.schedule import robbins_monro
+    from topicscale.inference.schedule import advance, robbins_monro
     from topicscale.kernels import meanfield
     from topicscale.kernels.minibatch import distinct_words, word_major
     from topicscale.models import load_model
@@ -223,6 +223,7 @@ def worker_anatomy(spec):
         t6 = clock()
         rho = robbins_monro(model.step, SETTINGS["tau"], SETTINGS["kappa"])  # 7. global step (SVI.update)
         model.update_topics(rho, stats.words, rho * D / stats.n_docs, stats.word_topic)
+        advance(model, stats.n_docs)
         t8 = clock()
         model.is_finite()                                                    # 8. driver's finiteness check
         t9 = clock()

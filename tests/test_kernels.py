@@ -124,14 +124,17 @@ def test_exp_elog_beta_matches_scipy():
     """exp(psi(lam) - psi(column sum)) for chosen rows, including tiny and huge lambdas."""
     rng = np.random.default_rng(2)
     model = LDAModel.initial([f"w{i}" for i in range(200)], 7, 0.1, 0.01, rng)
-    lam = model.settle()                # lambda itself, writable
+    lam = model.lam.copy()
     lam[:5] = rng.gamma(0.05, 1.0, size=(5, 7))
     lam[5:9] *= 1e6
+    model.lam = lam
     expected = np.exp(scipy_digamma(model.lam) - scipy_digamma(model.lam.sum(axis=0)))
     np.testing.assert_allclose(model.exp_elog_beta(), expected, rtol=1e-12, atol=0)
     words = np.array([0, 3, 5, 8, 199])
     np.testing.assert_allclose(model.exp_elog_beta(words), expected[words], rtol=1e-12, atol=0)
+    lam = lam.copy()
     lam[:, 2] *= 1e-9                   # a column sum below 1: the digamma-difference path
+    model.lam = lam
     expected = np.exp(scipy_digamma(model.lam) - scipy_digamma(model.lam.sum(axis=0)))
     np.testing.assert_allclose(model.exp_elog_beta(words), expected[words], rtol=1e-12, atol=0)
 
@@ -375,20 +378,34 @@ def test_affine_step_summed_equals_step_towards_then_column_sums_bit_for_bit(V):
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
 
 
-def test_kept_column_totals_are_used_only_for_the_same_lambda_and_step():
-    """update_topics keeps the column sums of the store; column_totals comes from them while the
-    step is unchanged, and from a fresh sum after another step wrote lambda or a new lambda."""
+def test_kept_column_totals_follow_every_change_of_lambda():
+    """The store changes only through update_topics (which updates its kept column sums),
+    settle() (which recomputes them) and `lam = new` (which drops them): column_totals is the
+    column sums of lambda after each, and neither settle() nor `lam` hands out a writable store.
+    update_topics leaves the step count to the global step (schedule.advance)."""
     from topicscale.models.lda import LDAModel
     rng = np.random.default_rng(4)
     model = LDAModel.initial([f"w{i}" for i in range(50)], 3, 0.1, 0.01, rng)
-    model.update_topics(0.3, np.array([2, 7], dtype=np.int64), 5.0, rng.gamma(1.0, 1.0, size=(2, 3)))
-    kept = model.column_totals()
-    assert model.step == 1
-    assert np.allclose(kept, topic_matrix.column_sums(model.lam.copy()), rtol=1e-13)
-    model.settle()[0, 0] += 100.0                         # another global step wrote lambda ...
-    model.step += 1
-    assert np.isclose(model.column_totals()[0], kept[0] + 100.0, rtol=1e-13)   # ... and it is seen
+
+    def assert_totals_are_lambdas():
+        assert np.allclose(model.column_totals(), topic_matrix.column_sums(model.lam.copy()), rtol=1e-13)
+    for t in range(3):
+        model.update_topics(0.3, np.array([2, 7 + t], dtype=np.int64), 5.0, rng.gamma(1.0, 1.0, size=(2, 3)))
+        assert_totals_are_lambdas()
+    assert (model.step, model.docs_seen) == (0, 0) and model._lazy
+    settled = model.settle()
+    assert not model._lazy
+    assert_totals_are_lambdas()
+    for read in (settled, model.lam, model.settle()):
+        with pytest.raises(ValueError):
+            read[0, 0] += 100.0
     new = model.lam.copy()                                # a new lambda
+    new[0, 0] += 100.0
+    before = model.column_totals()[0]
+    model.lam = new
+    assert np.isclose(model.column_totals()[0], before + 100.0, rtol=1e-13)
+    assert_totals_are_lambdas()
+    new = model.lam.copy()
     new[0, 0] = np.nan
     model.lam = new
     assert not model.is_finite()
@@ -488,11 +505,11 @@ def test_reading_lam_leaves_a_lazy_model_unchanged(tmp_path):
             m.update_topics(*step)
     read, untouched = twins
     assert read._lazy
-    before = (read._scale, read._shift, read._store.copy(), read._store_sums[1].copy())
+    before = (read._scale, read._shift, read._store.copy(), read._store_sums.copy())
     lam = read.lam
     assert np.array_equal(lam, read._scale * read._store + read._shift)
     assert (read._scale, read._shift) == before[:2]
-    assert np.array_equal(read._store, before[2]) and np.array_equal(read._store_sums[1], before[3])
+    assert np.array_equal(read._store, before[2]) and np.array_equal(read._store_sums, before[3])
     read.topic_weights()
     assert (read._scale, read._shift) == before[:2] and np.array_equal(read._store, before[2])
     with pytest.raises(ValueError):
@@ -503,7 +520,7 @@ def test_reading_lam_leaves_a_lazy_model_unchanged(tmp_path):
     for filename in ("checkpoint.npz", "model.npz"):
         assert (tmp_path / "read" / filename).read_bytes() == (tmp_path / "untouched" / filename).read_bytes()
     # settling (what a global step that writes lambda in place calls) gives the same lambda
-    assert read.settle() is read._store and not read._lazy
+    assert np.shares_memory(read.settle(), read._store) and not read._lazy
     assert np.array_equal(read.lam, lam)
     with pytest.raises(ValueError):
         read.lam[0, 0] = 1.0                             # settled: a read-only view of the store

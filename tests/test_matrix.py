@@ -2,6 +2,8 @@
 local step must recover planted topics, improve held-out likelihood, be deterministic under a
 seed whatever the thread count, and keep its state in LDAModel (save/load round trip); every
 (global, local) pair must run. Plus the update rules of SCVB0, SSMF-A and batch VB."""
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from synthetic import matched_tv
 from topicscale import registry
 from topicscale.evaluate import evaluate_model, evaluate_topics
+from topicscale.inference import schedule
 from topicscale.inference.batch import BatchVB
 from topicscale.inference.local import MeanField, estep_statistics
 from topicscale.inference.scvb0 import SCVB0, scvb0_step_size
@@ -236,3 +239,54 @@ def test_svi_with_mean_topics_in_the_estep_recovers_planted_topics(planted):
     assert matched_tv(model.expected_beta().T, beta) < 0.15
     truth = evaluate_topics(beta, heldout, alpha=0.2)["per_word_ll"]
     assert summary["heldout"]["per_word_ll"] > truth - 0.2
+
+
+def _guard_counters(model, counting):
+    """Make `model` refuse a write of step or docs_seen from anywhere but schedule.advance
+    (`counting` is its code)."""
+    class Guarded(type(model)):
+        def __setattr__(self, name, value):
+            if name in ("step", "docs_seen") and sys._getframe(1).f_code is not counting:
+                raise AssertionError(f"model.{name} changed outside schedule.advance "
+                                     f"({sys._getframe(1).f_code.co_qualname})")
+            super().__setattr__(name, value)
+    model.__class__ = Guarded
+    return model
+
+
+@pytest.mark.parametrize("cell,local", [(c, n) for c in registry.MATRIX for n in c.locals],
+                         ids=lambda x: x if isinstance(x, str) else f"{x.model}-{x.algorithm}")
+def test_global_steps_count_only_through_schedule_advance(planted, monkeypatch, cell, local):
+    """Every registered global step counts its minibatch by calling schedule.advance exactly
+    once in `step(batch)` (docs_seen += the minibatch's documents; step += 1 when the global
+    parameters changed: every minibatch, or for batch VB / EM the one that completes an epoch),
+    and nothing else writes model.step or model.docs_seen (nor does warm_up count anything)."""
+    _, train_corpus, _ = planted
+    original = schedule.advance
+    step_cls = registry.global_step_class(cell.model, cell.algorithm)
+    calls = []
+
+    def counted(model, n_docs, updated=True):
+        calls.append((n_docs, updated))
+        original(model, n_docs, updated)
+    monkeypatch.setattr(schedule, "advance", counted)
+    for name, module in list(sys.modules.items()):       # modules that imported the name itself
+        if name.startswith("topicscale.") and getattr(module, "advance", None) is original:
+            monkeypatch.setattr(module, "advance", counted)
+    model = registry.model_class(cell.model).from_config(
+        train_corpus.vocab, {"n_topics": 4, "corpus_docs": 50}, np.random.default_rng(0))
+    model = _guard_counters(model, original.__code__)
+    algo = registry.build(step_cls, model, registry.build(registry.local_step_class(local)), 50)
+    if hasattr(algo, "warm_up"):
+        algo.warm_up()
+    assert calls == [] and (model.step, model.docs_seen) == (0, 0)
+    epoch_steps = cell.algorithm == "batch"
+    for i, start in enumerate(range(0, 100, 25)):
+        batch = train_corpus.rows(np.arange(start, start + 25))
+        before = (model.step, model.docs_seen)
+        metrics = algo.step(batch)
+        updated = metrics["updated"] if epoch_steps else True
+        assert calls == [(25, updated)], calls
+        assert (model.step, model.docs_seen) == (before[0] + updated, before[1] + 25)
+        calls.clear()
+    assert model.step == (2 if epoch_steps else 4)

@@ -13,6 +13,7 @@ from test_kernels import random_csr
 from topicscale import registry
 from topicscale.corpus.shards import Rows
 from topicscale.inference.local import MeanField
+from topicscale.inference.schedule import advance
 from topicscale.inference.ssmf import SSMFA, sample_topic_rows
 from topicscale.inference.ssmf_full import SSMF, log_normalise
 from topicscale.inference.ssmf import log_gamma_variates
@@ -39,6 +40,7 @@ def _fitted_with_mean_topics(seed=1):
     for t in range(3):
         words = np.sort(rng.choice(V, size=20, replace=False)).astype(np.int64)
         model.update_topics((10.0 + t) ** -0.7, words, 30.0, rng.gamma(0.5, 1.0, size=(20, K)))
+        advance(model, 20)
     return model
 
 

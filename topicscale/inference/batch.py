@@ -13,6 +13,7 @@ checkpoint (`checkpoint_state`), so a run resumed mid-epoch finishes the same ep
 import numpy as np
 
 from .local import estep_statistics, step_metrics
+from .schedule import advance
 
 
 class BatchVB:
@@ -57,11 +58,11 @@ class BatchVB:
         self._sum[stats.words] += stats.word_topic
         self._docs += stats.n_docs
         self._tokens += stats.n_tokens
-        m.docs_seen += stats.n_docs
         if self._docs < self.corpus_docs:
+            advance(m, stats.n_docs, updated=False)
             return False
         m.lam = m.eta + self._sum               # eq. 35 over the whole corpus: lambda replaced
-        m.step += 1
+        advance(m, stats.n_docs)
         self._sum[...] = 0.0
         self._docs = 0
         self._tokens = 0.0

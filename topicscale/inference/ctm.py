@@ -42,7 +42,7 @@ from ..kernels.topic_matrix import step_towards
 from ..stats import SufficientStats
 from .entries import check_topics_rows
 from .local import estep_statistics, step_metrics
-from .schedule import robbins_monro
+from .schedule import advance, robbins_monro
 
 
 @dataclass
@@ -292,8 +292,7 @@ class CTMSVI:
         mean = (1.0 - rho) * m.mu0 + (rho / stats.n_docs) * stats.mu_sum
         second = (1.0 - rho) * m.moment2 + (rho / stats.n_docs) * stats.second_sum
         m.set_moments(mean, second, self.corpus_docs)
-        m.step += 1
-        m.docs_seen += stats.n_docs
+        advance(m, stats.n_docs)
         self.last_rho = rho
 
 
@@ -355,12 +354,12 @@ class CTMBatch:
         self._docs += stats.n_docs
         self._tokens += stats.n_tokens
         self._bound += stats.bound
-        m.docs_seen += stats.n_docs
         if self._docs < self.corpus_docs:
+            advance(m, stats.n_docs, updated=False)
             return None
         m.lam[...] = m.eta + self._lam
         m.set_moments(self._mu / self._docs, self._second / self._docs, self._docs)
-        m.step += 1
+        advance(m, stats.n_docs)
         bound = self._bound / self._tokens if self._tokens else float("nan")
         self._reset()
         return bound

@@ -36,7 +36,7 @@ from ..kernels.minibatch import distinct_words, word_major
 from ..kernels.topic_matrix import step_towards
 from ..stats import SufficientStats
 from .entries import check_topics_rows
-from .schedule import robbins_monro
+from .schedule import advance, robbins_monro
 from .svi import SVI
 
 
@@ -156,6 +156,5 @@ class HDPSVI(SVI):
         m.a += rho * (1.0 + scale * stats.tables[:-1])
         m.b *= 1.0 - rho
         m.b += rho * (m.omega + scale * later[1:])
-        m.step += 1
-        m.docs_seen += stats.n_docs
+        advance(m, stats.n_docs)
         self.last_rho = rho

@@ -19,6 +19,7 @@ iterations"; with a fixed minibatch size the two differ by a constant factor in 
 paper's tau = 1000 was tuned for with minibatches of 100). rho is capped at 1.
 """
 from .local import estep_statistics, step_metrics
+from .schedule import advance
 from .svi import SVI
 
 
@@ -75,5 +76,5 @@ class SCVB0:
         rho = scvb0_step_size(m.step, self.s, self.tau, self.kappa)
         scale = rho * self.corpus_size() / stats.n_tokens if stats.n_tokens > 0 else 0.0
         m.update_topics(rho, stats.words, scale, stats.word_topic)
-        m.docs_seen += stats.n_docs
+        advance(m, stats.n_docs)
         self.last_rho = rho

@@ -25,7 +25,7 @@ the same whatever the number of threads.
 import numpy as np
 
 from .local import step_metrics
-from .schedule import robbins_monro
+from .schedule import advance, robbins_monro
 from .svi import SVI
 
 
@@ -108,5 +108,5 @@ class SSMFA:
         n_t = ramp(m.docs_seen + stats.n_docs, self.corpus_docs) if self.ramp else self.corpus_docs
         scale = rho * n_t / stats.n_docs if stats.n_docs else 0.0
         m.update_topics(rho, stats.words, scale, stats.word_topic)
-        m.docs_seen += stats.n_docs
+        advance(m, stats.n_docs)
         self.last_rho, self.last_n = rho, n_t

@@ -66,7 +66,7 @@ counter and lambda are in the model), so checkpoints need nothing from this clas
 import numpy as np
 
 from .local import step_metrics
-from .schedule import robbins_monro
+from .schedule import advance, robbins_monro
 from .ssmf import SSMFA, log_gamma_variates, ramp
 
 
@@ -150,7 +150,7 @@ class SSMF(SSMFA):
     def update(self, stats, log_x):
         """Algorithm 1, steps 3 and 7 (eq. 26), then the projection. log_x: the step-5 draws."""
         m = self.model
-        lam = m.settle()                    # lambda itself (eq. 26 moves every entry)
+        lam = m.settle()                    # lambda, settled and read-only (eq. 26 moves every entry)
         rho = robbins_monro(m.step, self.tau, self.kappa)
         n_t = ramp(m.docs_seen + stats.n_docs, self.corpus_docs) if self.ramp else self.corpus_docs
         new = (1.0 - rho) * lam + rho * m.eta
@@ -160,8 +160,7 @@ class SSMF(SSMFA):
             new += (rho * n_t / stats.n_docs) * natural_gradient(lam, log_x, counts)
         low = new < self.floor()            # NaN stays (the driver's non-finite guard sees it)
         new[low] = self.floor()
-        lam[...] = new                      # written in place; step + 1 below drops the kept sums
-        m.step += 1
-        m.docs_seen += stats.n_docs
+        m.lam = new                         # lambda replaced (the setter: its kept column sums go)
+        advance(m, stats.n_docs)
         self.last_rho, self.last_n = rho, n_t
         self.last_projected = int(np.count_nonzero(low))

@@ -3,7 +3,7 @@ import numpy as np
 
 from ..kernels.topic_matrix import add_rows_summed, affine_step_summed
 from .local import estep_statistics, one_word_batch, step_metrics
-from .schedule import robbins_monro
+from .schedule import advance, robbins_monro
 
 
 class SVI:
@@ -38,5 +38,5 @@ class SVI:
         m = self.model
         rho = robbins_monro(m.step, self.tau, self.kappa)
         m.update_topics(rho, stats.words, rho * self.corpus_docs / stats.n_docs, stats.word_topic)
-        m.docs_seen += stats.n_docs
+        advance(m, stats.n_docs)
         self.last_rho = rho

@@ -29,9 +29,11 @@ class LDAModel:
 
     Reading and writing lambda: `lam` is read-only (writes raise), lambda as it is now, valid
     until the next change (copy it to keep it): for a settled model a view of the store, for a
-    lazy one a freshly computed array. A global step replaces lambda with `lam = new`, or writes
-    into the store that `settle()` returns (lambda itself) and then advances `step` (the kept
-    column sums are keyed by step).
+    lazy one a freshly computed array. The store changes in three ways only, which keep its
+    column sums valid by construction: update_topics (a step; updates the sums), settle()
+    (recomputes them) and `lam = new` (a new lambda; drops them, summed again when next needed).
+    A global step that moves every entry reads lambda and assigns the new one. The counters
+    `step` and `docs_seen` are the global steps' (inference.schedule.advance).
     """
     kind = "lda"
 
@@ -48,7 +50,7 @@ class LDAModel:
     def lam(self):
         """lambda (V x K, lambda_kw at [w, k]), read-only, without changing the model: a view of
         the store when settled, else scale * store + shift computed afresh (as `save` writes it).
-        Valid until lambda next changes; to change lambda assign `lam` or write into settle()."""
+        Valid until lambda next changes; to change lambda assign `lam`."""
         out = self._lambda_as_saved()
         if out is self._store:
             out = out.view()
@@ -60,21 +62,21 @@ class LDAModel:
         """Replace lambda (V x K) by `value`, which becomes the (settled) store."""
         self._store = value
         self._scale, self._shift = 1.0, 0.0
-        self._store_sums = None                 # (step, column sums of the store) when known
+        self._store_sums = None                 # column sums of the store, when known
 
     def settle(self):
         """Fold the lazy form into the store in place (store <- scale * store + shift, one pass
-        that also sums its columns; scale 1, shift 0) and return the store: lambda itself, for a
-        global step that reads all of it or writes it in place (writes into it are writes to
-        lambda; advance `step` after them). A settled model is left as it is."""
+        that also sums its columns; scale 1, shift 0) and return lambda, read-only: a view of the
+        store, for a global step that reads all of it without a copy (to change it, assign
+        `lam`). A settled model is left as it is."""
         if self._lazy:
             from ..kernels.topic_matrix import affine_step_summed
             K = self._store.shape[1]
             sums = affine_step_summed(self._store, self._scale, self._shift, np.zeros(0, dtype=np.int64),
                                       0.0, np.zeros((0, K)))
             self._scale, self._shift = 1.0, 0.0
-            self._store_sums = (self.step, sums)
-        return self._store
+            self._store_sums = sums
+        return self.lam
 
     @property
     def _lazy(self):
@@ -128,13 +130,12 @@ class LDAModel:
                 "eta": self.eta, "step": self.step, "docs_seen": self.docs_seen}
 
     def _sums_of_store(self):
-        """Column sums of the store: those the last update kept, while the step is the same, else a
-        pass over V x K (kernels.topic_matrix)."""
-        kept = self._store_sums
-        if kept is None or kept[0] != self.step:
+        """Column sums of the store: those kept by the last update_topics or settle(), else (after
+        `lam = new`) a pass over V x K (kernels.topic_matrix), then kept."""
+        if self._store_sums is None:
             from ..kernels.topic_matrix import column_sums          # imports numba: only when needed
-            kept = self._store_sums = (self.step, column_sums(self._store))
-        return kept[1]
+            self._store_sums = column_sums(self._store)
+        return self._store_sums
 
     def column_totals(self):
         """sum_w lambda_kw for each topic k (from the store's kept column sums)."""
@@ -142,7 +143,8 @@ class LDAModel:
 
     def update_topics(self, rho, words, scale, word_topic):
         """One global step on lambda, words ascending (SVI paper eq. 27; see the class):
-        lambda <- (1 - rho) lambda + rho eta, lambda[words] += scale * word_topic; step + 1."""
+        lambda <- (1 - rho) lambda + rho eta, lambda[words] += scale * word_topic. The caller
+        counts the step (schedule.advance)."""
         from ..kernels.topic_matrix import add_rows_summed, affine_step_summed
         keep = 1.0 - rho
         new_scale, new_shift = self._scale * keep, self._shift * keep + rho * self.eta
@@ -153,8 +155,7 @@ class LDAModel:
             before = self._sums_of_store()          # (summed before the rows change, if not kept)
             sums = before + add_rows_summed(self._store, words, scale / new_scale, word_topic)
         self._scale, self._shift = new_scale, new_shift
-        self.step += 1
-        self._store_sums = (self.step, sums)
+        self._store_sums = sums
 
     def is_finite(self):
         """No infinite or NaN entry in lambda (checked through its column sums)."""
@@ -220,5 +221,5 @@ class LDAModel:
                     step=meta["step"], docs_seen=meta["docs_seen"], settings=meta["settings"])
         if "lambda_scale_shift" in meta:
             model._scale, model._shift = (float(x) for x in meta["lambda_scale_shift"])
-            model._store_sums = (model.step, np.asarray(arrays["lambda_store_sums"], dtype=np.float64))
+            model._store_sums = np.asarray(arrays["lambda_store_sums"], dtype=np.float64)
         return model
