@@ -6,8 +6,8 @@ words (what LDAModel does since; this benchmark keeps its own copy of both).
 
     python benchmarks/bench_globalstep.py [--corpus gcide] [--topics 200] [--steps 60]
 
-Dense, per minibatch (topicscale.inference.svi.SVI.update, LDAModel.exp_elog_beta, the driver's
-LDAModel.is_finite):
+Dense, per minibatch (topicscale.inference.global_steps.svi.SVI.update, LDAModel.exp_elog_beta,
+the driver's LDAModel.is_finite):
     lambda *= 1 - rho;  lambda += rho eta;  lambda[words] += rho D/S stats      (two dense passes)
     exp(psi(lambda[words]) - psi(lambda.sum(axis=0)))                            (a dense column sum)
     isfinite(lambda.sum(axis=0))                                                 (another dense sum)

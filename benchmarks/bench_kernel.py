@@ -78,8 +78,8 @@ def worker_measure(spec):
     import numba
     import numpy as np
     import kernels_whatif as kw
-    from topicscale.inference.cvb0 import CVB0
-    from topicscale.inference.local import MeanField
+    from topicscale.inference.local_steps.cvb0 import CVB0
+    from topicscale.inference.local_steps.meanfield import MeanField
     model, batches = _batches(spec)
     K = model.n_topics
     threads_list = [t for t in spec["threads"] if t <= numba.config.NUMBA_NUM_THREADS]

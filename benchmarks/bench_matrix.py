@@ -18,8 +18,8 @@ B. SSMF and SSMF-A are far less sensitive to eta than mean-field SVI (Hoffman an
    rho_t = t^-0.75 (tau = 1) for every M-step, as in the paper; the mean-field M-step both with
    its own mean-field E-step (classic SVI) and with the Gibbs E-step (the paper's middle row),
    SSMF-A and SSMF with Gibbs. Full SSMF does not train with rho_1 = 1 here (see
-   topicscale/inference/ssmf_full.py), so the sweep is repeated with tau = 10 (rho_1 = 0.18,
-   ssmf's default) for SVI, SSMF-A and SSMF.
+   topicscale/inference/global_steps/ssmf.py), so the sweep is repeated with tau = 10
+   (rho_1 = 0.18, ssmf's default) for SVI, SSMF-A and SSMF.
 C. Stochastic algorithms beat batch VB in time to a given likelihood (Hoffman et al. 2013,
    figure 7): batch VB (a full pass of mean-field E-steps per update) against SVI with the SVI
    paper's settings (S = 500, kappa = 0.9, tau = 1, alpha = 1/K, eta = 0.01) and the other
@@ -60,8 +60,8 @@ import numpy as np  # noqa: E402
 from topicscale import registry  # noqa: E402
 from topicscale.corpus.shards import Corpus  # noqa: E402
 from topicscale.evaluate import evaluate_model, evaluate_topics  # noqa: E402
-from topicscale.inference.scvb0 import scvb0_step_size  # noqa: E402
-from topicscale.inference.svi import SVI  # noqa: E402
+from topicscale.inference.global_steps.scvb0 import scvb0_step_size  # noqa: E402
+from topicscale.inference.global_steps.svi import SVI  # noqa: E402
 from topicscale.models.lda import LDAModel  # noqa: E402
 from topicscale.train import RunLimits, train  # noqa: E402
 
@@ -114,8 +114,9 @@ def repeat_labels():
 class SVB(SVI):
     """Stochastic VB of the SCVB0 paper's experiments: topicscale's SVI global step with SCVB0's
     topic step size rho_t = min(1, s / (tau + t)^kappa) (Foulds et al. sec. 4.1 used one schedule
-    for both). Only the step size differs from topicscale.inference.svi.SVI: SVI.update computes
-    (tau + t)^-kappa, so each step hands it the tau' that gives this rho_t with kappa = 1."""
+    for both). Only the step size differs from topicscale.inference.global_steps.svi.SVI:
+    SVI.update computes (tau + t)^-kappa, so each step hands it the tau' that gives this rho_t
+    with kappa = 1."""
     name = "svb"
 
     def __init__(self, model, local, corpus_docs, s, tau, kappa):

@@ -1,11 +1,12 @@
-"""Black-box variational inference (topicscale.bbvi): exact posteriors of conjugate models, the
-score functions, the variance reduction, minibatches with local variables, determinism."""
+"""Black-box variational inference (topicscale.inference.bbvi): exact posteriors of conjugate
+models, the score functions, the variance reduction, minibatches with local variables,
+determinism."""
 import numpy as np
 import pytest
 from scipy.special import betaln, digamma
 
-from topicscale import bbvi as bb
 from topicscale.classify.logistic import LogisticBBVI
+from topicscale.inference import bbvi as bb
 
 
 class Coins:

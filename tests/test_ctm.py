@@ -21,12 +21,13 @@ from synthetic_ctm import ctm_documents, planted_covariance
 from topicscale.cli import cli
 from topicscale.corpus.shards import Rows
 from topicscale.evaluate import evaluate_model
-from topicscale.inference.ctm import CTMBatch, CTMStats, CTMSVI, Delta, Laplace, seed_topics
-from topicscale.inference.local import estep_statistics
+from topicscale.inference.global_steps.ctm import CTMBatch, CTMSVI, seed_topics
+from topicscale.inference.local_steps.base import estep_statistics
+from topicscale.inference.local_steps.ctm import Delta, Laplace
 from topicscale.kernels import ctm as kernel
 from topicscale.models import load_model
 from topicscale.models.ctm import CTMModel, CTMPrior, shrink_covariance
-from topicscale.stats import SufficientStats
+from topicscale.stats import CTMStats, SufficientStats
 from topicscale.train import RunLimits, train
 
 LOCALS = {"laplace": Laplace, "delta": Delta}

@@ -9,8 +9,8 @@ from synthetic import planted_topics, write_corpus
 from synthetic_ctm import ctm_documents, planted_covariance
 from topicscale import registry
 from topicscale.cli import cli
-from topicscale.inference.ctm import Laplace
-from topicscale.inference.ctm_bbvi import BBVI
+from topicscale.inference.local_steps.bbvi import BBVI
+from topicscale.inference.local_steps.ctm import Laplace
 from topicscale.models.ctm import CTMPrior
 
 

@@ -6,8 +6,8 @@ import pytest
 import reference
 from test_kernels import random_csr
 from topicscale.corpus.shards import Rows
-from topicscale.inference.cvb0 import CVB0
-from topicscale.inference.local import estep_statistics
+from topicscale.inference.local_steps.base import estep_statistics
+from topicscale.inference.local_steps.cvb0 import CVB0
 from topicscale.kernels.lanes import blend_weigh
 from topicscale.models.lda import LDAModel
 
@@ -174,7 +174,7 @@ def test_cvb0_same_result_with_one_and_two_threads():
 def test_word_statistics_overwrite_the_first_block_and_add_the_rest(threads):
     """add_word_statistics sums per-entry vectors per word in document order; the first block
     overwrites (its output comes from np.empty: words without entries there must become 0)."""
-    from topicscale.inference.entries import add_word_statistics
+    from topicscale.inference.local_steps.entries import add_word_statistics
     rng = np.random.default_rng(threads)
     n_local, K = 30, 7
     first_ids = rng.integers(0, n_local // 2, size=40).astype(np.int32)   # half the words absent

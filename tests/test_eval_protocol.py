@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from topicscale.cli import cli
 from topicscale.errors import TopicscaleError
 from topicscale.evaluate import document_completion, evaluate_model, evaluate_topics
-from topicscale.inference.local import MeanField
+from topicscale.inference.local_steps.meanfield import MeanField
 from topicscale.models import load_model
 
 COMMON_LINE = "protocol: common (mean-field fold-in on E[beta], alpha = 1/K)"
@@ -61,7 +61,7 @@ def test_default_eval_of_any_lda_model_is_evaluate_topics_on_its_expected_beta(p
 
 
 def test_fold_in_own_is_the_models_local_step_and_differs_for_cvb0(planted, fits):
-    from topicscale.inference.cvb0 import CVB0
+    from topicscale.inference.local_steps.cvb0 import CVB0
     _, _, heldout = planted
     folder, _ = fits["cvb0"]
     model = load_model(folder)

@@ -7,9 +7,9 @@ import pytest
 import reference
 from test_kernels import random_csr
 from topicscale.corpus.shards import Rows
-from topicscale.inference.entries import document_seeds
-from topicscale.inference.gibbs import Gibbs
-from topicscale.inference.local import estep_statistics
+from topicscale.inference.local_steps.base import estep_statistics
+from topicscale.inference.local_steps.entries import document_seeds
+from topicscale.inference.local_steps.gibbs import Gibbs
 from topicscale.kernels.gibbs import uniforms
 from topicscale.models.lda import LDAModel
 

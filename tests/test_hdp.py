@@ -15,10 +15,12 @@ from synthetic import lda_documents, planted_topics, write_corpus
 from topicscale.cli import cli
 from topicscale.corpus.shards import Rows
 from topicscale.evaluate import evaluate_model, evaluate_topics, split_block
-from topicscale.inference.hdp import HDPLocal, HDPStats, HDPSVI
-from topicscale.inference.local import estep_statistics
+from topicscale.inference.global_steps.hdp import HDPSVI
+from topicscale.inference.local_steps.base import estep_statistics
+from topicscale.inference.local_steps.hdp import HDPLocal
 from topicscale.models import load_model
 from topicscale.models.hdp import HDPModel, HDPPrior, carrying, stick_expectations
+from topicscale.stats import HDPStats
 from topicscale.train import RunLimits, train
 
 # A topic "matches" a planted one when their total variation is below MATCH. The planted topics

@@ -6,14 +6,15 @@ from numba import njit
 from scipy.special import digamma as scipy_digamma
 
 import reference
-from topicscale.inference.local import MeanField, estep_statistics
+from topicscale.inference.local_steps.base import estep_statistics
+from topicscale.inference.local_steps.meanfield import MeanField
 from topicscale.kernels import meanfield, topic_matrix
 from topicscale.kernels.lanes import add_scaled_rows
 from topicscale.kernels.minibatch import distinct_words, word_major
 from topicscale.kernels.special import (digamma, digamma_array, exp_dirichlet_expectation, exp_dirichlet_expectation32,
                                         exp_dirichlet_lanes, vexp, vexp32)
-from topicscale.models.lda import LDAModel
 from topicscale.corpus.shards import Rows
+from topicscale.models.lda import LDAModel
 
 
 def random_csr(rng, n_docs, n_words, max_len=30):

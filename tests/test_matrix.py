@@ -12,11 +12,12 @@ from synthetic import matched_tv
 from topicscale import registry
 from topicscale.evaluate import evaluate_model, evaluate_topics
 from topicscale.inference import schedule
-from topicscale.inference.batch import BatchVB
-from topicscale.inference.local import MeanField, estep_statistics
-from topicscale.inference.scvb0 import SCVB0, scvb0_step_size
-from topicscale.inference.ssmf import SSMFA, ramp, sample_topic_rows
-from topicscale.inference.svi import SVI
+from topicscale.inference.global_steps.batch import BatchVB
+from topicscale.inference.global_steps.scvb0 import SCVB0, scvb0_step_size
+from topicscale.inference.global_steps.ssmf_a import SSMFA, ramp, sample_topic_rows
+from topicscale.inference.global_steps.svi import SVI
+from topicscale.inference.local_steps.base import estep_statistics
+from topicscale.inference.local_steps.meanfield import MeanField
 from topicscale.models import load_model
 from topicscale.models.lda import LDAModel
 from topicscale.stats import SufficientStats

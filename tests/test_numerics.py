@@ -4,8 +4,8 @@ import pytest
 
 from synthetic import write_corpus
 from topicscale.evaluate import evaluate_model
-from topicscale.inference.local import MeanField
-from topicscale.inference.svi import SVI
+from topicscale.inference.global_steps.svi import SVI
+from topicscale.inference.local_steps.meanfield import MeanField
 from topicscale.models.lda import LDAModel
 from topicscale.train import RunLimits, train
 

@@ -209,7 +209,7 @@ def test_disk_full_keeps_the_previous_model(planted, reference, tmp_path, monkey
 
 
 def test_non_finite_state_stops_with_a_clear_error(planted, tmp_path, monkeypatch):
-    from topicscale.inference.svi import SVI
+    from topicscale.inference.global_steps.svi import SVI
     _, corpus, _ = planted
     real = SVI.update
 
@@ -231,7 +231,7 @@ def test_non_finite_state_stops_with_a_clear_error(planted, tmp_path, monkeypatc
 def test_second_signal_aborts_at_once_without_writing(planted, tmp_path, monkeypatch):
     """The first signal asks for a clean stop; a second one raises KeyboardInterrupt, and the
     run exits 130 without writing a model (the lock is released)."""
-    from topicscale.inference.svi import SVI
+    from topicscale.inference.global_steps.svi import SVI
     from topicscale.guards import StopOnSignal
     messages = []
     stop = StopOnSignal(messages.append)

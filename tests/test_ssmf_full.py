@@ -11,10 +11,10 @@ import reference
 from synthetic import matched_tv
 from topicscale.cli import cli
 from topicscale.evaluate import evaluate_model, evaluate_topics
-from topicscale.inference.gibbs import Gibbs
-from topicscale.inference.local import LocalResult
-from topicscale.inference.ssmf import log_gamma_variates
-from topicscale.inference.ssmf_full import SSMF, log_normalise, natural_gradient
+from topicscale.inference.global_steps.ssmf import SSMF, log_normalise, natural_gradient
+from topicscale.inference.global_steps.ssmf_a import log_gamma_variates
+from topicscale.inference.local_steps.base import LocalResult
+from topicscale.inference.local_steps.gibbs import Gibbs
 from topicscale.kernels.ssmf import dlog_quantile_dshape, trigamma
 from topicscale.models import load_model
 from topicscale.models.lda import LDAModel

@@ -12,11 +12,10 @@ import pytest
 from test_kernels import random_csr
 from topicscale import registry
 from topicscale.corpus.shards import Rows
-from topicscale.inference.local import MeanField
+from topicscale.inference.global_steps.ssmf import SSMF, log_normalise
+from topicscale.inference.global_steps.ssmf_a import SSMFA, sample_topic_rows, log_gamma_variates
+from topicscale.inference.local_steps.meanfield import MeanField
 from topicscale.inference.schedule import advance
-from topicscale.inference.ssmf import SSMFA, sample_topic_rows
-from topicscale.inference.ssmf_full import SSMF, log_normalise
-from topicscale.inference.ssmf import log_gamma_variates
 from topicscale.models.ctm import CTMModel
 from topicscale.models.hdp import HDPModel
 from topicscale.models.lda import LDAModel

@@ -8,13 +8,13 @@ import pytest
 
 from synthetic import matched_tv  # noqa: F401  (other test files import it from here too)
 from topicscale.evaluate import evaluate_model
-from topicscale.inference.cvb0 import CVB0
-from topicscale.inference.gibbs import Gibbs
-from topicscale.inference.local import MeanField
+from topicscale.inference.global_steps.scvb0 import SCVB0
+from topicscale.inference.global_steps.ssmf_a import SSMFA
+from topicscale.inference.global_steps.svi import SVI
+from topicscale.inference.local_steps.cvb0 import CVB0
+from topicscale.inference.local_steps.gibbs import Gibbs
+from topicscale.inference.local_steps.meanfield import MeanField
 from topicscale.inference.schedule import robbins_monro
-from topicscale.inference.scvb0 import SCVB0
-from topicscale.inference.ssmf import SSMFA
-from topicscale.inference.svi import SVI
 from topicscale.models.lda import LDAModel
 from topicscale.stats import SufficientStats
 from topicscale.train import RunLimits, train

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import registry
 from .errors import InputError, TopicscaleError
-from .inference.local import MeanField
+from .inference.local_steps.meanfield import MeanField
 from .kernels.meanfield import completion_log_likelihood
 
 FOLD_INS = ("common", "own")

@@ -5,7 +5,8 @@ MATRIX is the one table of accepted combinations: a row names a model, a global 
 options it owns (`Part.options`); options.check refuses an option that no part of a run owns.
 Parts are import paths, so listing choices and validating options (for `--help` and before a
 fit writes anything) imports no numba. The methods each part's class provides are the Protocols
-of topicscale/contracts.py.
+of topicscale/contracts.py. A new algorithm is one file in topicscale/inference/global_steps/
+(a new document step: in local_steps/) and its row here.
 """
 import importlib
 import inspect
@@ -41,28 +42,31 @@ MODELS = {
     "hdp": Part("topicscale.models.hdp:HDPModel", ("n_topics", "alpha", "eta", "omega")),
     "ctm": Part("topicscale.models.ctm:CTMModel", ("n_topics", "eta")),
 }
+# the folders of the two kinds of step (one file a step; topicscale/inference/)
+_LOCAL = "topicscale.inference.local_steps."
+_GLOBAL = "topicscale.inference.global_steps."
 LOCAL_STEPS = {
-    "meanfield": Part("topicscale.inference.local:MeanField",
+    "meanfield": Part(_LOCAL + "meanfield:MeanField",
                       ("max_iter", "tol", "accelerate", "precision", "estep_beta")),
-    "cvb0": Part("topicscale.inference.cvb0:CVB0"),
-    "gibbs": Part("topicscale.inference.gibbs:Gibbs"),
-    "hdp": Part("topicscale.inference.hdp:HDPLocal", ("max_iter", "tol", "doc_truncation")),
-    "laplace": Part("topicscale.inference.ctm:Laplace", ("max_iter", "tol")),
-    "delta": Part("topicscale.inference.ctm:Delta", ("max_iter", "tol")),
-    "bbvi": Part("topicscale.inference.ctm_bbvi:BBVI"),
+    "cvb0": Part(_LOCAL + "cvb0:CVB0"),
+    "gibbs": Part(_LOCAL + "gibbs:Gibbs"),
+    "hdp": Part(_LOCAL + "hdp:HDPLocal", ("max_iter", "tol", "doc_truncation")),
+    "laplace": Part(_LOCAL + "ctm:Laplace", ("max_iter", "tol")),
+    "delta": Part(_LOCAL + "ctm:Delta", ("max_iter", "tol")),
+    "bbvi": Part(_LOCAL + "bbvi:BBVI"),
 }
 _SAMPLED = dict(refuses=("estep_beta",), why_refused="the local step runs on sampled topics")
 MATRIX = (
-    Cell("lda", "svi", Part("topicscale.inference.svi:SVI", ("tau", "kappa")), ("meanfield", "cvb0", "gibbs")),
-    Cell("lda", "scvb0", Part("topicscale.inference.scvb0:SCVB0", ("tau", "kappa")), ("cvb0",)),
-    Cell("lda", "ssmf-a", Part("topicscale.inference.ssmf:SSMFA", ("tau", "kappa"), **_SAMPLED),
+    Cell("lda", "svi", Part(_GLOBAL + "svi:SVI", ("tau", "kappa")), ("meanfield", "cvb0", "gibbs")),
+    Cell("lda", "scvb0", Part(_GLOBAL + "scvb0:SCVB0", ("tau", "kappa")), ("cvb0",)),
+    Cell("lda", "ssmf-a", Part(_GLOBAL + "ssmf_a:SSMFA", ("tau", "kappa"), **_SAMPLED),
          ("gibbs", "meanfield", "cvb0")),
-    Cell("lda", "ssmf", Part("topicscale.inference.ssmf_full:SSMF", ("tau", "kappa"), **_SAMPLED),
+    Cell("lda", "ssmf", Part(_GLOBAL + "ssmf:SSMF", ("tau", "kappa"), **_SAMPLED),
          ("gibbs", "meanfield", "cvb0")),
-    Cell("lda", "batch", Part("topicscale.inference.batch:BatchVB"), ("meanfield",)),
-    Cell("hdp", "svi", Part("topicscale.inference.hdp:HDPSVI", ("tau", "kappa")), ("hdp",)),
-    Cell("ctm", "batch", Part("topicscale.inference.ctm:CTMBatch"), ("laplace", "delta", "bbvi")),
-    Cell("ctm", "svi", Part("topicscale.inference.ctm:CTMSVI", ("tau", "kappa")), ("laplace", "delta", "bbvi")),
+    Cell("lda", "batch", Part(_GLOBAL + "batch:BatchVB"), ("meanfield",)),
+    Cell("hdp", "svi", Part(_GLOBAL + "hdp:HDPSVI", ("tau", "kappa")), ("hdp",)),
+    Cell("ctm", "batch", Part(_GLOBAL + "ctm:CTMBatch"), ("laplace", "delta", "bbvi")),
+    Cell("ctm", "svi", Part(_GLOBAL + "ctm:CTMSVI", ("tau", "kappa")), ("laplace", "delta", "bbvi")),
 )
 # LDA SVI's local step when none is given (runs.default_local): CVB0 (SCVB0's document step) for
 # runs over short documents (fewer distinct words a document than SHORT_DOCUMENT_WORDS on average)

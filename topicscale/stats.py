@@ -1,8 +1,11 @@
-"""Sufficient statistics of a minibatch: a small value type that merges and scales.
+"""Sufficient statistics of a minibatch: small value types that merge and scale, what a local step
+hands its global step.
 
-word_topic[j, k] = sum_d sum_n c_dn phi_dnk over the tokens of word `words[j]` (the
-expected topic-word counts of SVI paper eq. 35). The same type carries the work of
-threads, processes or distributed workers to the global step.
+SufficientStats (LDA): word_topic[j, k] = sum_d sum_n c_dn phi_dnk over the tokens of word
+`words[j]` (the expected topic-word counts of SVI paper eq. 35). HDPStats adds the corpus
+sticks' table counts (SVI paper, figure 9, step 11), CTMStats the logistic-normal moments of the
+CTM's M-step (Wang and Blei 2013, sec. 5.1). The same types carry the work of threads, processes
+or distributed workers to the global step.
 """
 from dataclasses import dataclass
 
@@ -26,3 +29,48 @@ class SufficientStats:
 
     def scaled(self, factor):
         return SufficientStats(self.words, self.word_topic * factor, self.n_docs, self.n_tokens)
+
+
+@dataclass
+class HDPStats(SufficientStats):
+    """SufficientStats plus what the corpus sticks need.
+
+    word_topic[j, k] = sum_d sum_i zeta_dik sum_n c_dn phi_dni over the tokens of word
+    words[j] (fig. 9, step 11); tables[k] = sum_d m_dk, the expected number of occupied
+    document slots pointing to topic k (inference/global_steps/hdp.py).
+    """
+    tables: np.ndarray = None
+
+    def merge(self, other):
+        merged = SufficientStats.merge(self, other)
+        return HDPStats(merged.words, merged.word_topic, merged.n_docs, merged.n_tokens,
+                        self.tables + other.tables)
+
+    def scaled(self, factor):
+        return HDPStats(self.words, self.word_topic * factor, self.n_docs, self.n_tokens,
+                        self.tables * factor)
+
+
+@dataclass
+class CTMStats:
+    """Sufficient statistics of a minibatch for the CTM's M-step; merge and scale like SufficientStats."""
+    topics: SufficientStats      # words, sum_d c phi per word, n_docs, n_tokens
+    mu_sum: np.ndarray           # K, sum_d mu_d
+    second_sum: np.ndarray       # K x K, sum_d Sigma_d + mu_d mu_d'
+    bound: float                 # sum_d of the approximate objective
+
+    @property
+    def n_docs(self):
+        return self.topics.n_docs
+
+    @property
+    def n_tokens(self):
+        return self.topics.n_tokens
+
+    def merge(self, other):
+        return CTMStats(self.topics.merge(other.topics), self.mu_sum + other.mu_sum,
+                        self.second_sum + other.second_sum, self.bound + other.bound)
+
+    def scaled(self, factor):
+        return CTMStats(self.topics.scaled(factor), self.mu_sum * factor, self.second_sum * factor,
+                        self.bound * factor)

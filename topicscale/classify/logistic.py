@@ -26,9 +26,9 @@ The log joint (appendix C, f of eq. 12 with the labels observed):
 * Jaakkola and Jordan (1997, 2000): log sigma(x) >= log sigma(xi) + (x - xi)/2 - lambda(xi)(x^2 - xi^2),
   lambda(xi) = (sigma(xi) - 1/2) / (2 xi); with one xi_n per observation (x = (2 y_n - 1) a_n)
   the bound is Gaussian in theta; EM alternates the Gaussian q(theta) and xi_n^2 = E_q[a_n^2].
-* BBVI (topicscale.bbvi): a mean-field Gaussian q(theta) = prod_j N(m_j, s_j^2), fitted by
-  score-function gradients with Rao-Blackwellization, control variates, AdaGrad and minibatches
-  of data points.
+* BBVI (topicscale.inference.bbvi): a mean-field Gaussian q(theta) = prod_j N(m_j, s_j^2),
+  fitted by score-function gradients with Rao-Blackwellization, control variates, AdaGrad and
+  minibatches of data points.
 
 Predictive probabilities integrate over q: a = theta^T t is N(m, s^2) with m = mu^T t and
 s^2 = t^T Sigma t, and p(y = 1 | t) = E[sigma(a)] is a one-dimensional integral, computed by
@@ -41,7 +41,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, LinAlgError
 from scipy.special import expit, log_expit, logsumexp, ndtr
 
-from .. import bbvi as bb
+from ..inference import bbvi as bb
 
 METHODS = ("laplace", "delta", "jj", "bbvi")
 
@@ -229,7 +229,8 @@ def jj(T, y, prior_mean, prior_precision, tol=1e-10, max_iter=1000):
 
 # ------------------------------------------------------------------------------------- BBVI
 class LogisticBBVI:
-    """Bayesian logistic regression for topicscale.bbvi: mean-field Gaussian factors theta_j.
+    """Bayesian logistic regression for topicscale.inference.bbvi: mean-field Gaussian factors
+    theta_j.
 
     Terms of log p: the prior (one term per coefficient when Sigma_0 is diagonal, each in its own
     factor's Markov blanket; else one term touching every factor) and one likelihood term per data
@@ -269,7 +270,8 @@ BBVI_DEFAULTS = {"n_iter": 3000, "n_samples": 32, "step_size": 1.0, "batch_size"
 
 
 def bbvi_fit(T, y, prior_mean, prior_precision, init=None, init_adagrad=None, **options):
-    """Black-box VI with a mean-field Gaussian q(theta) (topicscale.bbvi); cov is diagonal.
+    """Black-box VI with a mean-field Gaussian q(theta) (topicscale.inference.bbvi); cov is
+    diagonal.
 
     init / init_adagrad: the (m, log s) parameters and AdaGrad sums of an earlier run to continue.
     """

@@ -44,7 +44,7 @@ at a time; every sum runs in a fixed order, so results are deterministic.
 
 Outputs for the statistics: zeta, phi and, per slot, the probability that it holds at least
 one token, occupied_i = 1 - prod_n (1 - phi_ni)^c_n (the slot is a "table" of the Chinese
-restaurant franchise; see inference/hdp.py for why the corpus sticks count these).
+restaurant franchise; see inference/global_steps/hdp.py for why the corpus sticks count these).
 
 The expected topic proportions over the corpus topics are the two-level stick expectation
     theta[k] = sum_i E[sigma_i(pi_d)] zeta_ik,  E[sigma_i(pi)] = E[pi_i] prod_{j<i} E[1 - pi_j]

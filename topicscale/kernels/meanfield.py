@@ -246,10 +246,11 @@ def estep_batch(indptr, indices, counts, topics, alpha, max_iter, tol, accelerat
     """E-step for every document of a CSR minibatch, parallel over fixed chunks of documents.
 
     topics is float64, or float32 with safe_norm = SAFE_NORM_SINGLE: then a document may come
-    back with sweeps[d] = REFUSED, for the caller to redo in double (inference.local.MeanField).
-    Each document is fitted independently, so the results do not depend on the number of
-    threads or chunks. Scratch arrays are allocated once per chunk, not per document.
-    chunk_thread[c] records which thread ran chunk c (to verify parallel execution).
+    back with sweeps[d] = REFUSED, for the caller to redo in double
+    (inference.local_steps.meanfield.MeanField). Each document is fitted independently, so the
+    results do not depend on the number of threads or chunks. Scratch arrays are allocated once
+    per chunk, not per document. chunk_thread[c] records which thread ran chunk c (to verify
+    parallel execution).
     """
     D = indptr.shape[0] - 1
     K = topics.shape[1]

@@ -1,5 +1,5 @@
 """Global step "ssmf": full structured stochastic mean-field (Hoffman and Blei 2015, Algorithm 1,
-applied to LDA in sec. 3). SSMF-A (inference/ssmf.py) is its approximation (eq. 29); this is the
+applied to LDA in sec. 3). SSMF-A (global_steps/ssmf_a.py) is its approximation (eq. 29); this is the
 stochastic natural gradient of eq. 26 itself.
 
 Each minibatch S (|S| documents) at step t (t = model.step + 1, 1-based as in the paper):
@@ -32,9 +32,8 @@ Every word is drawn. SSMF-A draws only the minibatch's words plus one aggregated
 per topic (exact for the local step, which reads beta only at the minibatch's words), but eq. 35
 gives each word off the minibatch its own gradient, -h_j C beta_j, which depends on its own
 draw; a shared gradient for all of them would not be eq. 35. So V x K gammas and quantile
-derivatives per minibatch: on NYT (V = 3012, K = 100, minibatches of 1,000, Gibbs) 5 passes
-took 6.9 CPU-seconds against 5.5 for SSMF-A, +25% (the paper: SSMF iterations took about
-25% longer than mean-field ones).
+derivatives per minibatch, which makes a pass dearer than SSMF-A's (the paper: SSMF iterations
+took about 25% longer than mean-field ones; ours: benchmarks/results/matrix_k100.md).
 
 Projection. The stochastic natural gradient can be negative (an entry with no count in S gets
 -N_t/|S| h_j C beta_j / psi'(lambda_j) plus the rank-one term), and with rho_t near 1 (the first
@@ -42,21 +41,17 @@ steps) lambda_kv can leave the domain lambda > 0 of the Dirichlet. After each up
 below `min_lambda` (default eta / 100) are set to it: the Euclidean projection onto
 {lambda >= min_lambda}; the number of entries it moved in the step is reported as
 metrics["projected"] (and "projected_share" of the V K entries). The floor is not eta: unlike
-mean-field and SSMF-A, SSMF's own updates take many entries below eta (with a floor at eta,
-tau = 10, about 2,000 entries per step were projected in the third pass on NYT, against a few
-hundred with eta / 100; with tau = 1, 250,000 of 301,200 at every step).
+mean-field and SSMF-A, SSMF's own updates take many entries below eta (a floor at eta moved
+an order of magnitude more entries a step than eta / 100).
 
 Step size: tau = 10 by default, not the paper's tau = 1. With rho_1 = (tau + 0)^-kappa = 1 the
 first step sets lambda to eta + one natural-gradient sample, and that sample is negative for
 about half of the entries with no count in the minibatch (its mean is the counts, eq. 27, but
-its noise is of the order of lambda itself). benchmarks/results/matrix_k100.md (NYT, K = 100,
-minibatches of 1,000, Gibbs, eta = 0.01, lambda initialised ~ Gamma(100, 1/100)): with tau = 1,
-206,181 of the 301,200 entries were projected at step 1, the topics' supports froze, and after
-5 passes the held-out per-word log likelihood was -8.28 against -7.47 for SSMF-A with the same
-schedule; with tau = 10 (rho_1 = 0.18) it was -7.44 (SSMF-A: -7.42), no entry was projected in
-the first 3 steps and 0.06% of all entry-steps were. On the planted corpus of the conformance
-tests, tau = 1 made held-out likelihood fall with the CVB0 local step. `--tau 1` gives the
-paper's schedule.
+its noise is of the order of lambda itself): most entries are projected at step 1 and the
+topics' supports freeze. With tau = 10 (rho_1 = 0.18) SSMF ends about where SSMF-A does, where
+with tau = 1 it ends far below (NYT, K = 100: benchmarks/results/matrix_k100.md); on the planted
+corpus of the conformance tests, tau = 1 made held-out likelihood fall with the CVB0 local step.
+`--tau 1` gives the paper's schedule.
 
 Randomness: numpy.random.default_rng([seed, model.step]) draws the gammas (in a fixed order)
 and then one seed for the local step (which derives per-document seeds from it), so a run is
@@ -65,9 +60,9 @@ counter and lambda are in the model), so checkpoints need nothing from this clas
 """
 import numpy as np
 
-from .local import step_metrics
-from .schedule import advance, robbins_monro
-from .ssmf import SSMFA, log_gamma_variates, ramp
+from ..local_steps.base import step_metrics
+from ..schedule import advance, robbins_monro
+from .ssmf_a import SSMFA, log_gamma_variates, ramp
 
 
 def log_normalise(log_x):
@@ -78,7 +73,7 @@ def log_normalise(log_x):
 
 def quantile_derivatives(lam, log_x):
     """h = d log beta' / d lambda (V x K) at the draws log_x (eq. 15, kernels/ssmf.py)."""
-    from ..kernels.ssmf import dlog_quantile_dshape_array
+    from ...kernels.ssmf import dlog_quantile_dshape_array
     lam = np.ascontiguousarray(lam, dtype=np.float64)
     h = np.empty_like(lam)
     dlog_quantile_dshape_array(lam, np.ascontiguousarray(log_x, dtype=np.float64), h)
@@ -91,7 +86,7 @@ def natural_gradient(lam, log_x, counts, h=None):
     lam: lambda (V x K, word-major); log_x: log beta'_kv, the gamma draws at lam; counts: c_kv
     (V x K, zero for words outside the minibatch); h: d log beta'/d lambda if already computed.
     """
-    from ..kernels.ssmf import trigamma_array
+    from ...kernels.ssmf import trigamma_array
     lam = np.ascontiguousarray(lam, dtype=np.float64)
     h = quantile_derivatives(lam, log_x) if h is None else h
     beta = np.exp(log_normalise(log_x))

@@ -9,13 +9,13 @@ same whatever the number of threads.
 """
 import numpy as np
 
-from ..kernels import gibbs as kernel
-from ..kernels.minibatch import distinct_words
-from ..stats import SufficientStats
+from ...kernels import gibbs as kernel
+from ...kernels.minibatch import distinct_words
+from ...stats import SufficientStats
+from .base import LocalResult
 from .entries import (BLOCK_FLOATS, EntryBuffer, add_word_statistics, check_topics_rows,
                       document_blocks, document_seeds, local_prior,
                       n_chunks_for, step_seed, sub_block)
-from .local import LocalResult
 
 
 class Gibbs:

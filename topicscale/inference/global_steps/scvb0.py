@@ -18,8 +18,8 @@ t is model.step, the number of minibatches already folded in (the paper counts "
 iterations"; with a fixed minibatch size the two differ by a constant factor in t, which the
 paper's tau = 1000 was tuned for with minibatches of 100). rho is capped at 1.
 """
-from .local import estep_statistics, step_metrics
-from .schedule import advance
+from ..local_steps.base import estep_statistics, step_metrics
+from ..schedule import advance
 from .svi import SVI
 
 

@@ -7,12 +7,12 @@ model.lam / colsum(model.lam) both for SCVB0 (lam = N^Phi + eta) and for mean-fi
 """
 import numpy as np
 
-from ..kernels import cvb0 as kernel
-from ..kernels.minibatch import distinct_words
-from ..stats import SufficientStats
+from ...kernels import cvb0 as kernel
+from ...kernels.minibatch import distinct_words
+from ...stats import SufficientStats
+from .base import LocalResult
 from .entries import (BLOCK_FLOATS, EntryBuffer, add_word_statistics, check_topics_rows,
                       document_blocks, local_prior, n_chunks_for, sub_block)
-from .local import LocalResult
 
 
 class CVB0:

@@ -24,8 +24,8 @@ the same whatever the number of threads.
 """
 import numpy as np
 
-from .local import step_metrics
-from .schedule import advance, robbins_monro
+from ..local_steps.base import step_metrics
+from ..schedule import advance, robbins_monro
 from .svi import SVI
 
 

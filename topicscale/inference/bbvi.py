@@ -1,5 +1,7 @@
 """Black-box variational inference (Ranganath, Gerrish and Blei 2014, "Black box variational
-inference", AISTATS; Blei's talk "Scaling and generalizing approximate inference", the BBVI slides).
+inference", AISTATS; Blei's talk "Scaling and generalizing approximate inference", the BBVI slides):
+the engine of the CTM's local step "bbvi" (local_steps/bbvi.py) and of topicscale/classify's
+Bayesian logistic regression.
 
 The gradient of the ELBO L(lambda) = E_q[log p(x, z) - log q(z | lambda)] is the expectation
 

@@ -12,8 +12,8 @@ checkpoint (`checkpoint_state`), so a run resumed mid-epoch finishes the same ep
 """
 import numpy as np
 
-from .local import estep_statistics, step_metrics
-from .schedule import advance
+from ..local_steps.base import estep_statistics, step_metrics
+from ..schedule import advance
 
 
 class BatchVB:

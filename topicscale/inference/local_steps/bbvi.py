@@ -1,8 +1,8 @@
-"""Black-box variational inference as the correlated topic model's document step
-(Ranganath, Gerrish and Blei 2014, through topicscale.bbvi): `--model ctm --local bbvi`, an
-alternative to the Laplace and delta-method steps of inference/ctm.py, with the same contract
-(`fit`, `estep_topics`, `statistics(batch, model, topics, seed=None)` from _CTMLocal, results as
-CTMResult, statistics as CTMStats).
+"""Local step "bbvi": black-box variational inference as the correlated topic model's document
+step (Ranganath, Gerrish and Blei 2014, through the engine inference/bbvi.py): `--model ctm
+--local bbvi`, an alternative to the Laplace and delta-method steps of local_steps/ctm.py, with
+the same contract (`fit`, `estep_topics`, `statistics(batch, model, topics, seed=None)` from
+_CTMLocal, results as CTMResult, statistics as CTMStats).
 
 Per document d, with the topics beta and the logistic-normal prior N(mu_0, Sigma_0) fixed and the
 topic assignments z summed out,
@@ -11,7 +11,7 @@ topic assignments z summed out,
 
 and q(theta_d) = prod_k N(m_dk, s_dk^2) (mean field, like the delta method's diagonal Sigma),
 started at the prior's means and marginal standard deviations. The documents of a block are the
-local factors of one BBVI problem without global variables (`topicscale.bbvi.fit_local`), so
+local factors of one BBVI problem without global variables (`inference.bbvi.fit_local`), so
 every gradient step is vectorised over the block. The Markov blanket of theta_dk is its own
 document's words and prior (the softmax and Sigma_0 couple all K coordinates), so
 Rao-Blackwellization drops the other documents' terms and the other factors' log q; control

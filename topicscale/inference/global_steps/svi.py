@@ -1,9 +1,10 @@
-"""Stochastic variational inference for LDA (SVI paper, figure 6, steps 10-11)."""
+"""Global step "svi": stochastic variational inference for LDA (SVI paper, Hoffman, Blei, Wang
+and Paisley 2013, figure 6, steps 10-11; eq. 27 in LDAModel.update_topics)."""
 import numpy as np
 
-from ..kernels.topic_matrix import add_rows_summed, affine_step_summed
-from .local import estep_statistics, one_word_batch, step_metrics
-from .schedule import advance, robbins_monro
+from ...kernels.topic_matrix import add_rows_summed, affine_step_summed
+from ..local_steps.base import estep_statistics, one_word_batch, step_metrics
+from ..schedule import advance, robbins_monro
 
 
 class SVI:

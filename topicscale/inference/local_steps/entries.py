@@ -8,9 +8,9 @@ the blocks depend only on the data, so results do not depend on threads.
 import numba
 import numpy as np
 
-from ..kernels.accumulate import add_entries_by_word
-from ..kernels.minibatch import word_major
-from ..kernels.special import digamma_array
+from ...kernels.accumulate import add_entries_by_word
+from ...kernels.minibatch import word_major
+from ...kernels.special import digamma_array
 
 BLOCK_FLOATS = 1 << 22          # 32 MiB of float64 per block of per-entry vectors
 

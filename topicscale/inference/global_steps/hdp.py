@@ -1,0 +1,58 @@
+"""Global step "svi" of the HDP topic model: HDPSVI, stochastic variational inference (SVI paper,
+sec. 3.3, figure 9, steps 11-12): lambda and the corpus sticks (a, b) move towards their
+minibatch estimates with the step size rho_t = (tau + t)^-kappa of LDA's SVI
+(inference/schedule.py). The document step (steps 4-10) is local_steps/hdp.py; its statistics
+are HDPStats (topicscale/stats.py).
+
+One departure from figure 9, step 11, in what the corpus sticks count. The paper's estimate
+a_hat_k = 1 + D sum_{i<=T} zeta_dik counts all T slots of a document, also the slots that hold
+no token. The coordinate update leaves such a slot at q(c_di = k) proportional to
+exp(E[log sigma_k(V)]), the corpus sticks' own current shape, so every document adds T - (slots
+it uses) phantom counts that pull the sticks back to wherever they are: on planted data most
+stick counts were phantom, and nearly all K topics carried weight E[sigma_k(V)] while a few
+held the tokens. In the model a slot without tokens carries no information about V (the
+document's infinitely many unused slots integrate out; in the Chinese restaurant franchise they
+are tables nobody sits at), so the sticks count each slot by the probability that it is occupied,
+P(slot i holds a token) = 1 - prod_n (1 - phi_dni)^c_dn:
+
+    a_hat_k = 1 + D/|S| sum_d m_dk,   b_hat_k = omega + D/|S| sum_d sum_{l>k} m_dl,
+    m_dk = sum_i P(slot i occupied) zeta_dik   (expected tables of document d serving topic k)
+
+which is the conditional of the sticks given the table counts m (Teh et al. 2006's posterior of
+the corpus weights). Topics and documents are updated exactly as in figure 9. Counting occupied
+slots leaves held-out likelihood as it was and concentrates the weight on the topics in use
+(benchmarks/results/hdp.md).
+"""
+import numpy as np
+
+from ...kernels.topic_matrix import step_towards
+from ..schedule import advance, robbins_monro
+from .svi import SVI
+
+
+class HDPSVI(SVI):
+    """Figure 9, steps 11-12, for a minibatch S of a corpus of D documents:
+
+        lambda <- (1 - rho) lambda + rho (eta + D/|S| sum_d sum_i zeta_dik sum_n c_dn phi_dni w_dn)
+        a_k    <- (1 - rho) a_k    + rho (1 + D/|S| sum_d m_dk)
+        b_k    <- (1 - rho) b_k    + rho (omega + D/|S| sum_d sum_{l>k} m_dl)
+
+    for k < K (v_K = 1), with m_dk the expected occupied slots of document d pointing to topic
+    k (module docstring). DEFAULTS fill the document truncation and omega when unset, so the
+    model's settings record the values used.
+    """
+    name = "svi"
+    DEFAULTS = {"doc_truncation": 15, "omega": 1.0}
+
+    def update(self, stats):
+        m = self.model
+        rho = robbins_monro(m.step, self.tau, self.kappa)
+        scale = self.corpus_docs / stats.n_docs
+        step_towards(m.lam, rho, m.eta, stats.words, rho * scale, stats.word_topic)
+        later = np.cumsum(stats.tables[::-1])[::-1]          # later[k] = sum_{l >= k} tables[l]
+        m.a *= 1.0 - rho
+        m.a += rho * (1.0 + scale * stats.tables[:-1])
+        m.b *= 1.0 - rho
+        m.b += rho * (m.omega + scale * later[1:])
+        advance(m, stats.n_docs)
+        self.last_rho = rho
