@@ -296,3 +296,22 @@ def test_largest_per_column_matches_a_full_sort():
         assert all(set(got[:, k]) == set(expected[:, k]) for k in range(7))
     small = rng.random((5, 3))
     assert np.array_equal(np.sort(_largest_per_column(small, 9), axis=0), np.tile(np.arange(5)[:, None], (1, 3)))
+
+
+def test_eval_coherence_in_the_training_corpus_and_diversity_in_info(model):
+    """`eval --coherence` without CORPUS scores the topics in the training corpus the model
+    records; `info` shows the diversity eval reports."""
+    root, _ = model
+    out = json.loads(run("eval", root / "model", "--coherence", "u_mass,c_npmi,c_uci,c_v", "--json").stdout)
+    assert out["reference"] == str((root / "corpus").resolve()) and out["top_n"] == 10
+    assert out["topics"] == list(range(8)) and out["absent_words"] == []
+    for name in ("u_mass", "c_npmi", "c_uci", "c_v"):
+        scores = out["coherence"][name]["per_topic"]
+        assert len(scores) == 8 and all(np.isfinite(scores))
+        assert out["coherence"][name]["mean"] == pytest.approx(np.mean(scores))
+    assert all(-1 <= s <= 1 for s in out["coherence"]["c_npmi"]["per_topic"])
+    assert all(s < 0 for s in out["coherence"]["u_mass"]["per_topic"])
+    info = json.loads(run("info", root / "model", "--json").output)
+    assert 0 < info["diversity"] == out["diversity"] <= 1
+    rows = json.loads(run("topics", root / "model", "-n", "3", "--json").stdout)
+    assert [r["coherence"]["c_v"] for r in rows] == out["coherence"]["c_v"]["per_topic"]

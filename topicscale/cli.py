@@ -87,6 +87,7 @@ def cli():
       topicscale fit corpus -k 50 --heldout corpus-heldout -o model
       topicscale topics model
       topicscale eval model corpus-heldout
+      topicscale eval model --coherence c_npmi,c_v              # in the training corpus
     """
 
 
@@ -179,7 +180,8 @@ def synth(model, output, documents, doc_length, alpha, heldout, seed, as_json, q
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def info(path, as_json):
-    """Describe a corpus (documents, tokens, vocabulary, non-zeros) or a model (hyperparameters)."""
+    """Describe a corpus (documents, tokens, vocabulary, non-zeros) or a model (hyperparameters,
+    diversity: the share of distinct words among all topics' top 25)."""
     if (Path(path) / "manifest.json").is_file():
         from .corpus.shards import Corpus
         c = Corpus(path)
@@ -189,7 +191,9 @@ def info(path, as_json):
     else:
         from .models import load_model
         m = load_model(path)
-        payload = {"type": "model", "path": path, "model": m.kind, **m.describe(), **m.settings}
+        from .coherence import model_diversity
+        payload = {"type": "model", "path": path, "model": m.kind, **m.describe(),
+                   "diversity": model_diversity(m), **m.settings}
     _emit(as_json, payload, [f"{k:<16} {v}" for k, v in payload.items()])
 
 
@@ -291,7 +295,14 @@ fit.help = _fit_help()
 # --------------------------------------------------------------------------------------- eval
 @cli.command("eval")
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
-@click.argument("heldout", type=click.Path(exists=True, file_okay=False))
+@click.argument("heldout", required=False, metavar="HELDOUT|CORPUS",
+                type=click.Path(exists=True, file_okay=False))
+@click.option("--coherence", "measures", metavar="LIST",
+              help="Instead: the coherence of the topics in CORPUS (default: the training corpus), "
+                   "any of u_mass,c_npmi,c_uci,c_v (as gensim's CoherenceModel, CORPUS as boolean "
+                   "documents), and their diversity; saved in MODEL/coherence.json.")
+@click.option("--top-n", type=click.IntRange(2), default=10, show_default=True,
+              help="--coherence: top words of each topic scored.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the observed / held-out word split.")
 @click.option("--fold-in", "fold_in", type=click.Choice(["common", "own"]), default="common", show_default=True,
               help="LDA models: common = mean-field fold-in on E[beta] with alpha = 1/K, the same for "
@@ -299,16 +310,26 @@ fit.help = _fit_help()
                    "protocol); own = the model's own local step and prior. HDP and CTM models are "
                    "scored by their own predictive either way.")
 @click.option("--threads", type=int, help="Threads [default: all cores].")
-@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in).")
-def eval_(model, heldout, seed, fold_in, threads, as_json):
-    """Per-word predictive log likelihood of HELDOUT by document completion (SVI paper, sec. 4).
+@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic}}, top_n, reference, topics, diversity, absent_words}.")
+def eval_(model, heldout, measures, top_n, seed, fold_in, threads, as_json):
+    """Per-word predictive log likelihood of HELDOUT by document completion (SVI paper, sec. 4),
+    or with --coherence how readable the topics are.
 
     Each document's distinct words are split at random into halves; the document's topic
     proportions are fitted on one half with the topics fixed, and the other half is predicted.
     By default an LDA model's proportions are fitted by one protocol for all (--fold-in common:
     mean-field on E[beta], alpha = 1/K), so scores of different fits compare; the first line of
     the output names the protocol.
+
+    With --coherence, the top words of the topics `topics` lists (HDP: those carrying 99%) are
+    scored by how often they share documents of CORPUS (words matched by string; a top word in
+    no document of CORPUS is dropped from its topic, as gensim does), and diversity is the
+    share of distinct words among all topics' top 25.
     """
+    if measures is not None:
+        return _eval_coherence(model, heldout, measures, top_n, as_json)
+    if heldout is None:
+        raise click.UsageError("HELDOUT is required (or --coherence)")
     from .corpus.shards import Corpus
     from .evaluate import describe_protocol, evaluate_model
     from .models import load_model
@@ -323,34 +344,46 @@ def eval_(model, heldout, seed, fold_in, threads, as_json):
     _emit(as_json, result, lines)
 
 
+def _eval_coherence(model, reference, measures, top_n, as_json):
+    """`eval --coherence`: score, save MODEL/coherence.json, print."""
+    from . import coherence
+    from .corpus.shards import Corpus
+    from .models import load_model
+    names = coherence.parse_measures(measures)
+    m = load_model(model)
+    if reference is None:
+        reference = m.settings.get("corpus")
+        if not reference:
+            raise TopicscaleError(f"{model} records no training corpus: give the reference CORPUS")
+        if not Path(reference, "manifest.json").is_file():
+            raise TopicscaleError(f"the training corpus {reference} recorded in {model} is gone: "
+                                  "give the reference CORPUS")
+    result = coherence.evaluate_coherence(m, Corpus(reference), names, top_n)
+    saved = coherence.save_result(model, m, result)
+    fmt = lambda v: "-" if v is None else f"{v:.4f}"
+    lines = [f"reference {result['reference']}: top {top_n} words of {len(result['topics'])} topics"]
+    lines += [f"{name:<8} {fmt(r['mean'])}" for name, r in result["coherence"].items()]
+    lines.append(f"diversity {fmt(result['diversity'])} (distinct share of the top "
+                 f"{coherence.DIVERSITY_WORDS} words)")
+    if result["absent_words"]:
+        lines.append(f"not in the reference (dropped): {' '.join(result['absent_words'])}")
+    _emit(as_json, result, lines)
+    click.echo(f"wrote {saved}", err=True)
+
+
 # ------------------------------------------------------------------------------------- topics
 def _largest_per_column(matrix, n, block_rows=4096):
-    """Row indices (min(n, V) x K) of the n largest entries of each column of a row-major V x K matrix.
-
-    Partitions blocks of rows (cache-sized, in row order), then partitions the candidates: no
-    transposed copy of the matrix, which for V = 92k, K = 200 took longer than reading it."""
-    import numpy as np
-    V = matrix.shape[0]
-    if n >= V:
-        return np.broadcast_to(np.arange(V)[:, None], matrix.shape)
-    candidates = []
-    for start in range(0, V, block_rows):
-        block = matrix[start:start + block_rows]
-        if block.shape[0] > n:
-            candidates.append(start + np.argpartition(block, block.shape[0] - n, axis=0)[-n:])
-        else:
-            candidates.append(start + np.broadcast_to(np.arange(block.shape[0])[:, None], block.shape))
-    candidates = np.concatenate(candidates)
-    values = np.take_along_axis(matrix, candidates, axis=0)
-    best = np.argpartition(values, values.shape[0] - n, axis=0)[-n:]
-    return np.take_along_axis(candidates, best, axis=0)
+    """Row indices of the n largest entries of each column (coherence.largest_per_column)."""
+    from .coherence import largest_per_column
+    return largest_per_column(matrix, n, block_rows)
 
 
 @cli.command()
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
 @click.option("-n", "--words", "n_words", type=click.IntRange(1), default=10, show_default=True,
               help="Words per topic.")
-@click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, words, weights}.")
+@click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, words, weights}, and "
+              "coherence {measure: score} when `eval --coherence` saved it for the model.")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: topic, weight, rank, word, probability.")
 @click.option("--all", "show_all", is_flag=True, help="Every topic, also those that carry almost no weight.")
 @click.option("--correlations", "n_pairs", type=click.IntRange(1), is_flag=False, flag_value=10, default=None,
@@ -359,7 +392,7 @@ def _largest_per_column(matrix, n, block_rows=4096):
               "--json the output becomes {topics: [...], correlations: K x K matrix, pairs: [...]}.")
 def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     """Top words of the topics, with each topic's share of the corpus."""
-    import numpy as np
+    from .coherence import saved_scores, top_words
     from .models import load_model
     m = load_model(model)
     if n_pairs is not None and not hasattr(m, "correlations"):
@@ -368,20 +401,15 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     if n_pairs is not None and as_csv:
         raise TopicscaleError("--correlations does not go with --csv (use --json)")
     pairs = m.strongest_pairs(n_pairs) if n_pairs is not None else []
-    # every model's E[beta] is lam / colsum(lam) (expected_beta): rank the columns of lam and
-    # divide only the words shown, not the whole V x K matrix (a third of the time at V = 92k)
-    column_sums = m.lam.sum(axis=0)
     weights = m.topic_weights()
-    n = min(n_words, m.n_words)
+    order = [int(k) for k in m.display_order(show_all)]
+    scores = saved_scores(model, m) if as_json else {}          # `eval --coherence` saved them
     rows = []
-    largest = _largest_per_column(m.lam, n)
-    for k in m.display_order(show_all):
-        k = int(k)
-        top = largest[:, k]
-        row = m.lam[top, k] / column_sums[k]
-        order = np.lexsort((top, -row))                  # largest first, ties by word index
-        rows.append({"topic": k, "weight": float(weights[k]), "words": [m.vocab[i] for i in top[order]],
-                     "weights": [float(x) for x in row[order]]})
+    for k, (top, row) in zip(order, top_words(m.lam, n_words, order)):
+        rows.append({"topic": k, "weight": float(weights[k]), "words": [m.vocab[i] for i in top],
+                     "weights": [float(x) for x in row]})
+        if k in scores:
+            rows[-1]["coherence"] = scores[k]
     if as_json:
         click.echo(json.dumps(rows if n_pairs is None else {
             "topics": rows, "correlations": m.correlations().tolist(),

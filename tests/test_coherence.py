@@ -1,0 +1,254 @@
+"""Topic coherence against gensim's CoherenceModel, its counting kernel, and topic diversity."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from topicscale import coherence as coh
+from topicscale.cli import cli
+from topicscale.corpus.shards import Corpus, CorpusWriter
+
+# Reference corpus 1: "mango" is in its vocabulary but in no document, "nut" is not in it at all;
+# kiwi/fig and kiwi/banana never share a document.
+DOCS = [
+    "apple banana apple cherry",
+    "apple banana date",
+    "banana cherry egg",
+    "apple cherry cherry fig",
+    "date egg fig grape",
+    "grape fig egg",
+    "apple banana cherry date egg",
+    "kiwi lemon",
+    "kiwi lemon grape lemon",
+    "lemon apple",
+]
+TOPICS = [
+    ["apple", "banana", "cherry", "date"],
+    ["egg", "fig", "grape", "kiwi"],
+    ["kiwi", "banana", "mango", "lemon", "nut"],
+    ["cherry", "apple", "lemon", "grape", "egg"],
+]
+# Reference corpus 2: "the" is in every document (P = 1); sang, fell, red, mat never meet.
+DOCS2 = [
+    "the cat sat on the mat",
+    "the dog sat on the log",
+    "the cat and the dog",
+    "the bird sang",
+    "the bird and the cat",
+    "the log fell",
+    "the mat is red",
+]
+TOPICS2 = [["the", "cat", "dog", "sat"], ["sang", "fell", "red", "mat"], ["the", "bird", "cat"]]
+
+# Computed with gensim 4.4.0 (benchmark virtualenv), per topic, for each corpus above:
+#   texts = [sorted(set(doc.split())) for doc in DOCS]; dct = Dictionary(texts)
+#   u_mass: CoherenceModel(topics=TOPICS, corpus=[dct.doc2bow(d.split()) for d in DOCS],
+#                          dictionary=dct, coherence="u_mass", topn=10).get_coherence_per_topic()
+#   others: CoherenceModel(topics=TOPICS, texts=texts, dictionary=dct, coherence=m, topn=10,
+#                          window_size=max(len(t) for t in texts) + 1, processes=1)
+#           .get_coherence_per_topic()
+# (gensim drops "mango" and "nut", which its dictionary built from the texts lacks.)
+GENSIM = {
+    "u_mass": [-0.7175109322512924, -9.338691742254694, -17.57877119584795, -11.249816548969287],
+    "c_npmi": [0.2687694639604473, -0.07566550254621511, -0.36126185749793066, -0.33396866776360645],
+    "c_uci": [0.3426208358487533, -7.931986383874677, -16.470692415672602, -10.211999136000664],
+    "c_v": [0.7904706211983781, 0.47275572865033916, 0.32904817735778813, 0.16092068822380406],
+}
+GENSIM2 = {
+    "u_mass": [-1.0405325925406286, -21.404259139059864, -0.9310693364765613],
+    "c_npmi": [0.07433686391358164, -0.6170217477279264, 0.02640592628260934],
+    "c_uci": [0.14465285793671215, -19.804922580284522, 0.051383559946697195],
+    "c_v": [0.599818198436792, 0.33176190984988346, 0.6068944793463165],
+}
+
+
+def write_corpus(path, docs, extra_vocab=()):
+    """A prepared corpus of whitespace-split documents (vocabulary sorted, plus `extra_vocab`)."""
+    vocab = sorted({w for d in docs for w in d.split()} | set(extra_vocab))
+    index = {w: i for i, w in enumerate(vocab)}
+    with CorpusWriter(path, vocab) as out:
+        for n, doc in enumerate(docs):
+            ids, counts = np.unique([index[w] for w in doc.split()], return_counts=True)
+            out.add(f"d{n}", ids, counts)
+    return Corpus(path)
+
+
+@pytest.fixture
+def reference(tmp_path):
+    return write_corpus(tmp_path / "ref", DOCS, extra_vocab=["mango"])
+
+
+@pytest.mark.parametrize("block_docs", [10_000, 3, 1])
+def test_coherence_matches_gensim(reference, block_docs):
+    scores, absent = coh.coherence(TOPICS, reference, coh.MEASURES, block_docs=block_docs)
+    for name in coh.MEASURES:
+        assert scores[name] == pytest.approx(GENSIM[name], rel=1e-12, abs=1e-12), name
+    assert absent == ["mango", "nut"]
+
+
+def test_coherence_matches_gensim_with_a_word_in_every_document(tmp_path):
+    scores, absent = coh.coherence(TOPICS2, write_corpus(tmp_path / "ref2", DOCS2), coh.MEASURES,
+                                   block_docs=2)
+    for name in coh.MEASURES:
+        assert scores[name] == pytest.approx(GENSIM2[name], rel=1e-12, abs=1e-12), name
+    assert absent == []
+
+
+def test_pairs_that_never_meet_score_near_the_floor(reference):
+    """NPMI of a pair that never shares a document is log(eps / P P') / -log(eps): -1 when the
+    words are rare, here about -0.85 (each word in 2 or 3 of 10 documents)."""
+    scores, _ = coh.coherence([["kiwi", "fig"]], reference, ["c_npmi", "u_mass"])
+    p_kiwi, p_fig = 2 / 10, 3 / 10
+    expected = np.log(1e-12 / (p_kiwi * p_fig)) / -np.log(1e-12)
+    assert scores["c_npmi"] == [pytest.approx(expected, rel=1e-12)]
+    assert scores["u_mass"] == [pytest.approx(np.log(1e-12 / p_kiwi), rel=1e-12)]
+
+
+def test_a_topic_with_fewer_than_two_words_in_the_reference_has_no_score(reference):
+    scores, absent = coh.coherence([["apple", "mango", "nut"], ["apple", "banana"]], reference,
+                                   coh.MEASURES)
+    assert all(scores[name][0] is None and scores[name][1] is not None for name in coh.MEASURES)
+    assert coh.mean_of(scores["c_v"]) == scores["c_v"][1]
+    assert absent == ["mango", "nut"]
+
+
+def test_count_documents_matches_a_dense_count(tmp_path):
+    """The kernel's document frequencies of words and within-topic pairs against X^T X of the
+    boolean document-word matrix, on a random corpus streamed in uneven blocks."""
+    rng = np.random.default_rng(0)
+    V, D = 60, 200
+    vocab = [f"w{i}" for i in range(V)]
+    X = np.zeros((D, V), dtype=np.int64)
+    with CorpusWriter(tmp_path / "c", vocab) as out:
+        for d in range(D):
+            ids = np.sort(rng.choice(V, size=rng.integers(1, 15), replace=False))
+            X[d, ids] = 1
+            out.add(f"d{d}", ids, rng.integers(1, 4, size=ids.size))
+    topics = [list(rng.choice(V, size=8, replace=False)) for _ in range(6)]
+    n_docs, df, pair_df = coh.count_documents(Corpus(tmp_path / "c"), topics, block_docs=37)
+    dense = X.T @ X
+    assert n_docs == D
+    assert df == {w: dense[w, w] for t in topics for w in t}
+    expected = {(min(a, b), max(a, b)): dense[a, b] for t in topics for a in t for b in t if a != b}
+    assert pair_df == expected
+
+
+def test_measure_names_are_checked():
+    assert coh.parse_measures("c_v, u_mass,c_v") == ["c_v", "u_mass"]
+    with pytest.raises(coh.TopicscaleError, match="'c_x'"):
+        coh.parse_measures("u_mass,c_x")
+
+
+# ----------------------------------------------------------------------------- diversity
+def test_diversity_exact_on_a_hand_built_lambda():
+    """Top 2 of three topics over five words: {0, 1}, {0, 1}, {3, 4}: 4 distinct of 6."""
+    lam = np.array([[9.0, 8.0, 0.1],
+                    [7.0, 9.0, 0.2],
+                    [1.0, 1.0, 0.3],
+                    [0.5, 0.5, 5.0],
+                    [0.2, 0.1, 6.0]])
+    assert coh.topic_diversity(lam, [0, 1, 2], n=2) == pytest.approx(4 / 6)
+    assert coh.topic_diversity(lam, [0, 2], n=2) == 1.0
+    assert coh.topic_diversity(lam, [0, 1], n=2) == 0.5
+    assert coh.topic_diversity(lam, [0, 1, 2], n=25) == pytest.approx(5 / 15)   # n capped at V
+
+
+def test_topics_that_share_words_are_less_diverse():
+    rng = np.random.default_rng(1)
+    V, K = 500, 10
+    distinct = rng.gamma(0.1, 1.0, size=(V, K))
+    for k in range(K):                                   # topic k leads with words 25k..25k+24
+        distinct[25 * k:25 * (k + 1), k] += 100.0
+    shared = distinct.copy()
+    shared[:25, :] += 1000.0                             # every topic leads with words 0..24
+    assert coh.topic_diversity(distinct, range(K)) == 1.0
+    assert coh.topic_diversity(shared, range(K)) == pytest.approx(0.1)
+
+
+# ----------------------------------------------------------------------------- command line
+def run(*args, ok=True):
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+@pytest.fixture
+def hand_model(tmp_path, reference):
+    """An LDA model whose top words (first three) are TOPICS' apple banana cherry, egg fig
+    grape and kiwi banana lemon, trained (as its settings say) on the reference corpus."""
+    from topicscale.models.lda import LDAModel
+    vocab = reference.vocab
+    tops = [["apple", "banana", "cherry"], ["egg", "fig", "grape"], ["kiwi", "banana", "lemon"]]
+    lam = np.full((len(vocab), 3), 0.01)
+    for k, words in enumerate(tops):
+        for rank, w in enumerate(words):
+            lam[vocab.index(w), k] = 10.0 - rank
+    LDAModel(lam, np.full(3, 1 / 3), 0.01, vocab, step=5, docs_seen=50,
+             settings={"corpus": str(reference.path)}).save(tmp_path / "model")
+    return tmp_path / "model", tops
+
+
+def test_eval_coherence_json_and_saved_file(hand_model, reference):
+    model, tops = hand_model
+    out = json.loads(run("eval", model, "--coherence", "c_npmi,u_mass", "--top-n", "3", "--json").stdout)
+    assert set(out) >= {"coherence", "top_n", "reference", "diversity"}
+    assert out["top_n"] == 3 and out["reference"] == str(reference.path.resolve())
+    assert list(out["coherence"]) == ["c_npmi", "u_mass"] and out["topics"] == [0, 1, 2]
+    expected, _ = coh.coherence(tops, reference, ["c_npmi", "u_mass"])
+    for name in ("c_npmi", "u_mass"):
+        assert out["coherence"][name]["per_topic"] == pytest.approx(expected[name], rel=1e-12)
+        assert out["coherence"][name]["mean"] == pytest.approx(np.mean(expected[name]), rel=1e-12)
+    saved = json.loads((model / coh.RESULT_FILE).read_text())
+    assert saved["coherence"] == out["coherence"] and saved["model"] == {"step": 5, "docs_seen": 50}
+    # a second measure for the same model, words and reference is kept beside the first
+    run("eval", model, reference.path, "--coherence", "c_v", "--top-n", "3")
+    saved = json.loads((model / coh.RESULT_FILE).read_text())
+    assert list(saved["coherence"]) == ["c_npmi", "u_mass", "c_v"]
+    rows = json.loads(run("topics", model, "--json").stdout)
+    assert isinstance(rows, list) and len(rows) == 3
+    for i, row in enumerate(rows):
+        assert row["coherence"] == {name: saved["coherence"][name]["per_topic"][i]
+                                    for name in ("c_npmi", "u_mass", "c_v")}
+
+
+def test_topics_reads_coherence_without_numba(hand_model):
+    model, _ = hand_model
+    run("eval", model, "--coherence", "c_v", "--top-n", "3")
+    code = ("import sys, json; from topicscale.cli import cli; "
+            "cli.main(args=['topics', sys.argv[1], '--json'], standalone_mode=False); "
+            "cli.main(args=['info', sys.argv[1], '--json'], standalone_mode=False); "
+            "assert 'numba' not in sys.modules, 'numba imported'")
+    out = subprocess.run([sys.executable, "-c", code, str(model)], check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    assert all("c_v" in row["coherence"] for row in json.loads(out[0]))
+    # 13 words, fewer than 25: each topic's top words are all 13, so 13 distinct of 3 x 13
+    assert json.loads(out[1])["diversity"] == pytest.approx(1 / 3)
+
+
+def test_eval_without_the_training_corpus_says_so(hand_model, reference):
+    model, _ = hand_model
+    import shutil
+    shutil.rmtree(reference.path)
+    result = run("eval", model, "--coherence", "u_mass", ok=False)
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "training corpus" in lines[0] and str(reference.path) in lines[0]
+
+
+def test_eval_refuses_unknown_measures_in_one_line(hand_model):
+    model, _ = hand_model
+    result = run("eval", model, "--coherence", "u_mass,npmi", ok=False)
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("topicscale: error:") and "'npmi'" in lines[0]
+    assert not (model / coh.RESULT_FILE).exists()
+
+
+def test_eval_without_coherence_still_needs_its_heldout_corpus(hand_model):
+    model, _ = hand_model
+    result = run("eval", model, ok=False)
+    assert result.exit_code == 2 and "HELDOUT" in result.output

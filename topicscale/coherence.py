@@ -1,0 +1,255 @@
+"""Readable topics: top words, topic coherence in a reference corpus, topic diversity.
+
+Held-out likelihood tracks people's judgement of topics poorly (Chang et al. 2009, "Reading tea
+leaves"); how often a topic's top words occur together in a corpus tracks it better. Coherence
+follows Röder, Both and Hinneburg (2015, "Exploring the space of topic coherence measures"): a
+segmentation of the top words w_1..w_n (largest first), a probability estimate, a confirmation
+measure of each segment and the arithmetic mean over segments, exactly as gensim's
+CoherenceModel computes them, with epsilon = 1e-12:
+
+    u_mass  one-preceding pairs (w_i, w_j), j < i:  log (P(w_i, w_j) + eps) / P(w_j)
+    c_uci   one-one pairs (w_i, w_j), i != j:       PMI = log (P(w_i, w_j) + eps) / (P(w_i) P(w_j))
+    c_npmi  one-one pairs:                          NPMI = PMI / -log (P(w_i, w_j) + eps)
+    c_v     one-set (w_i against the topic W):      cosine of v(w_i) and v(W), where
+            v(w_i)_j = NPMI(w_i, w_j) and v(W) = sum_i v(w_i), j over the topic (gamma = 1)
+
+P is the share of reference documents that contain the words (boolean documents): gensim's
+u_mass from a bag-of-words corpus, and its c_uci, c_npmi and c_v given each document's distinct
+words as `texts` with a window longer than any document (so no sliding windows). Top words are
+matched to the reference's vocabulary by string. A top word that occurs in no reference
+document is dropped from its topic (the topic keeps its other words, it is not refilled), as
+gensim's CoherenceModel drops a word its dictionary, built from the reference, lacks. A topic
+left with fewer than two words has no score (None) and is left out of the mean.
+
+The counts come from one streamed pass over the reference (kernels/cooccur.py): document
+frequencies of the union of all topics' top words and of the pairs within a topic only, never
+the corpus whole.
+
+Diversity (Dieng, Ruiz and Blei 2020, "Topic modeling in embedding spaces") is the share of
+distinct words among the top 25 words of all topics: 1 when no two topics share a top word,
+1/K when all K topics have the same ones. It needs only lambda, so `info` shows it.
+
+This module imports numpy only; the kernel is imported when counting.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .errors import TopicscaleError
+
+MEASURES = ("u_mass", "c_npmi", "c_uci", "c_v")
+EPSILON = 1e-12
+DIVERSITY_WORDS = 25
+RESULT_FILE = "coherence.json"
+
+
+# ------------------------------------------------------------------------------ top words
+def largest_per_column(matrix, n, block_rows=4096):
+    """Row indices (min(n, V) x K) of the n largest entries of each column of a row-major V x K matrix.
+
+    Partitions blocks of rows (cache-sized, in row order), then partitions the candidates: no
+    transposed copy of the matrix, which for V = 92k, K = 200 took longer than reading it."""
+    V = matrix.shape[0]
+    if n >= V:
+        return np.broadcast_to(np.arange(V)[:, None], matrix.shape)
+    candidates = []
+    for start in range(0, V, block_rows):
+        block = matrix[start:start + block_rows]
+        if block.shape[0] > n:
+            candidates.append(start + np.argpartition(block, block.shape[0] - n, axis=0)[-n:])
+        else:
+            candidates.append(start + np.broadcast_to(np.arange(block.shape[0])[:, None], block.shape))
+    candidates = np.concatenate(candidates)
+    values = np.take_along_axis(matrix, candidates, axis=0)
+    best = np.argpartition(values, values.shape[0] - n, axis=0)[-n:]
+    return np.take_along_axis(candidates, best, axis=0)
+
+
+def top_words(lam, n, topics):
+    """[(word ids, E[beta] of them)] of each topic in `topics`, largest first, ties by word id.
+
+    Every model's E[beta] is lam / colsum(lam): the columns of lam are ranked and only the
+    words returned are divided, not the whole V x K matrix."""
+    column_sums = lam.sum(axis=0)
+    largest = largest_per_column(lam, min(n, lam.shape[0]))
+    out = []
+    for k in topics:
+        top = largest[:, k]
+        row = lam[top, k] / column_sums[k]
+        order = np.lexsort((top, -row))
+        out.append((top[order], row[order]))
+    return out
+
+
+def shown_topics(model):
+    """The topics coherence and diversity are measured on: those `topics` lists (LDA and CTM:
+    all; HDP: the heaviest carrying 99% of the weight, the others hold almost nothing)."""
+    return np.asarray(model.display_order(False), dtype=np.int64)
+
+
+def topic_diversity(lam, topics, n=DIVERSITY_WORDS):
+    """Distinct words among the top n (at most V) of each topic in `topics`, over their number."""
+    topics = np.asarray(topics, dtype=np.int64)
+    if topics.size == 0:
+        return float("nan")
+    top = largest_per_column(lam, min(n, lam.shape[0]))[:, topics]
+    return float(np.unique(top).size / top.size)
+
+
+def model_diversity(model, n=DIVERSITY_WORDS):
+    return topic_diversity(model.lam, shown_topics(model), n)
+
+
+# ------------------------------------------------------------------------------ counting
+def parse_measures(text):
+    """'u_mass,c_v' -> ['u_mass', 'c_v'] (order kept, repeats dropped); unknown names refused."""
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [s for s in names if s not in MEASURES]
+    if bad or not names:
+        raise TopicscaleError(f"--coherence: unknown measure {', '.join(map(repr, bad)) or '(none given)'}; "
+                              f"choose from {','.join(MEASURES)}")
+    return list(dict.fromkeys(names))
+
+
+def count_documents(reference, topic_ids, block_docs=10_000):
+    """Document frequencies in `reference` (a Corpus) of the words in `topic_ids` (lists of
+    reference word ids) and of every pair of words within one topic, in one streamed pass.
+
+    Returns (n_docs, df: {word id: count}, pair_df: {(id, id) ascending: count})."""
+    from .kernels.cooccur import count_documents as kernel       # imports numba: only here
+    union = np.unique(np.concatenate([np.asarray(t, dtype=np.int64) for t in topic_ids] or
+                                     [np.zeros(0, np.int64)]))
+    place = {int(w): a for a, w in enumerate(union)}
+    pairs = {}
+    for ids in topic_ids:
+        members = sorted({place[int(w)] for w in ids})
+        for i, a in enumerate(members):
+            for b in members[i + 1:]:
+                pairs.setdefault((a, b), len(pairs))
+    T = union.size
+    ordered = sorted(pairs)
+    partner_ptr = np.zeros(T + 1, dtype=np.int64)
+    np.add.at(partner_ptr, np.array([a + 1 for a, _ in ordered], dtype=np.int64), 1)
+    np.cumsum(partner_ptr, out=partner_ptr)
+    partner = np.array([b for _, b in ordered], dtype=np.int64)
+    partner_slot = np.array([pairs[p] for p in ordered], dtype=np.int64)
+    lookup = np.full(reference.n_words, -1, dtype=np.int64)
+    lookup[union] = np.arange(T)
+    mark = np.zeros(T, dtype=np.int64)
+    present = np.zeros(T, dtype=np.int64)
+    df = np.zeros(T, dtype=np.int64)
+    pair_df = np.zeros(len(pairs), dtype=np.int64)
+    first = 0
+    for block in reference.blocks(block_docs):
+        kernel(block.indptr, block.indices, lookup, partner_ptr, partner, partner_slot, first, mark,
+               present, df, pair_df)
+        first += block.n_docs
+    return (reference.n_docs, {int(w): int(df[a]) for a, w in enumerate(union)},
+            {(int(union[a]), int(union[b])): int(pair_df[s]) for (a, b), s in pairs.items()})
+
+
+# ------------------------------------------------------------------------------ measures
+def _scores(co, n_docs, measure):
+    """One topic's score from its m x m matrix of document frequencies (diagonal: each word's
+    own), rows and columns in top-word order, m >= 2; float operations in gensim's order."""
+    N = float(n_docs)
+    m = co.shape[0]
+    p = np.diag(co) / N
+    joint = co / N + EPSILON
+    if measure == "u_mass":
+        i, j = np.tril_indices(m, -1)                   # (w_i, w_j) with j < i, by i then j
+        return float(np.mean(np.log(joint[i, j] / p[j])))
+    pmi = np.log(joint / np.multiply.outer(p, p))
+    npmi = pmi / -np.log(joint)
+    if measure in ("c_uci", "c_npmi"):
+        off = ~np.eye(m, dtype=bool)                    # (w_i, w_j), i != j, by i then j
+        return float(np.mean((pmi if measure == "c_uci" else npmi)[off]))
+    whole = np.zeros(m)                                 # c_v: v(W) = sum_i v(w_i), in order
+    for i in range(m):
+        whole += npmi[i]
+    sims = (npmi @ whole) / (np.sqrt(np.sum(npmi ** 2, axis=1)) * np.sqrt(np.sum(whole ** 2)))
+    return float(np.mean(sims))
+
+
+def coherence(word_lists, reference, measures, block_docs=10_000):
+    """Coherence of each topic (a list of top words, largest first) in `reference` (a Corpus).
+
+    Returns ({measure: [score or None per topic]}, [top words absent from the reference])."""
+    index = {w: i for i, w in enumerate(reference.vocab)}
+    topic_ids = [[index[w] for w in words if w in index] for words in word_lists]
+    n_docs, df, pair_df = count_documents(reference, topic_ids, block_docs)
+    kept = [[w for w in ids if df[w] > 0] for ids in topic_ids]        # occurring in the reference
+    present = {index[w] for words in word_lists for w in words if w in index and df[index[w]] > 0}
+    absent = list(dict.fromkeys(w for words in word_lists for w in words
+                                if w not in index or index[w] not in present))
+    scores = {name: [] for name in measures}
+    for ids in kept:
+        m = len(ids)
+        co = np.empty((m, m))
+        for i, a in enumerate(ids):
+            for j, b in enumerate(ids):
+                co[i, j] = df[a] if a == b else pair_df[(a, b) if a < b else (b, a)]
+        for name in measures:
+            scores[name].append(_scores(co, n_docs, name) if m >= 2 else None)
+    return scores, absent
+
+
+def mean_of(values):
+    """The mean over the scored topics (None when none is)."""
+    scored = [v for v in values if v is not None]
+    return float(np.mean(scored)) if scored else None
+
+
+def evaluate_coherence(model, reference, measures, top_n=10):
+    """`eval --coherence`: {"coherence": {measure: {"mean", "per_topic"}}, "top_n", "reference",
+    "topics" (the topic numbers per_topic follows), "diversity", "absent_words"}."""
+    topics = shown_topics(model)
+    word_lists = [[model.vocab[i] for i in ids] for ids, _ in top_words(model.lam, top_n, topics)]
+    scores, absent = coherence(word_lists, reference, measures)
+    return {"coherence": {name: {"mean": mean_of(v), "per_topic": v} for name, v in scores.items()},
+            "top_n": top_n, "reference": str(Path(reference.path).resolve()),
+            "topics": [int(k) for k in topics], "diversity": model_diversity(model),
+            "absent_words": absent}
+
+
+# ------------------------------------------------------------------------------ the saved file
+def _model_state(model):
+    return {"step": int(model.step), "docs_seen": int(model.docs_seen)}
+
+
+def save_result(model_path, model, result):
+    """Write MODEL/coherence.json atomically. Measures saved earlier for the same model state,
+    top_n, reference and topics are kept beside the new ones."""
+    from .atomic import atomic_file
+    path = Path(model_path) / RESULT_FILE
+    record = dict(result, model=_model_state(model))
+    old = _read(path)
+    if old and all(old.get(k) == record[k] for k in ("model", "top_n", "reference", "topics")):
+        record["coherence"] = {**old.get("coherence", {}), **record["coherence"]}
+    with atomic_file(path, "w") as fh:
+        json.dump(record, fh)
+    return path
+
+
+def _read(path):
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def saved_scores(model_path, model):
+    """{topic: {measure: score}} from MODEL/coherence.json, or {} when there is none or it was
+    computed for another state of the model (it is then stale)."""
+    record = _read(Path(model_path) / RESULT_FILE)
+    if not isinstance(record, dict) or record.get("model") != _model_state(model):
+        return {}
+    try:
+        out = {int(k): {} for k in record["topics"]}
+        for name, result in record["coherence"].items():
+            for k, v in zip(record["topics"], result["per_topic"]):
+                out[int(k)][name] = v
+    except (KeyError, TypeError, ValueError):
+        return {}
+    return out
