@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from test_crash_resume import lock_holder
 from topicscale.cli import cli
 from topicscale.models import load_model
 
@@ -76,14 +77,7 @@ def assert_same_as_reference(out, reference):
 
 def lock_is_free(out):
     """The lock file is there (it is never removed) and no process holds its flock."""
-    fd = os.open(out / ".lock", os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
+    return lock_holder(out) is None
 
 
 def test_sigkill_then_resume_gives_the_same_model_byte_for_byte(planted, reference, tmp_path):
