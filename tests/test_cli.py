@@ -257,14 +257,14 @@ def test_default_local_step_is_cvb0_for_short_documents_and_many_updates(sotu, t
     held = Corpus(root / "corpus-heldout")
     scores = {}
     for name, extra in (("auto", []), ("meanfield", ["--local", "meanfield"])):
-        out = run("fit", root / "corpus", "-k", "20", "--batch-size", "16", "--tau", "10", "--json", "-q",
-                  "-o", tmp_path / name, *extra)        # 3600 documents / 16: 225 updates
+        out = run("fit", root / "corpus", "-k", "20", "--batch-size", "16", "--tau", "10", "--passes", "1",
+                  "--json", "-q", "-o", tmp_path / name, *extra)        # 3600 documents / 16: 225 updates
         assert json.loads(out.output)["local"] == ("cvb0" if name == "auto" else "meanfield")
         model = load_model(tmp_path / name)
         scores[name] = evaluate_topics(model.expected_beta().T, held, alpha=0.05)["per_word_ll"]
-    print("SCORES", scores); assert scores["auto"] > scores["meanfield"] + 0.1          # measured: +0.22
+    assert scores["auto"] > scores["meanfield"] + 0.1          # measured: +0.22
     assert json.loads(run("info", tmp_path / "auto", "--json").output)["local"] == "cvb0"
-    for extra in (["--batch-size", "256"], ["--batch-size", "16", "--accelerate"],
+    for extra in (["--batch-size", "256", "--passes", "1"], ["--batch-size", "16", "--accelerate"],
                   ["--batch-size", "16", "--estep-beta", "exp-elog"], ["--batch-size", "16", "--max-docs", "2000"]):
         out = run("fit", root / "corpus", "-k", "5", "--json", "-q", "--force", "-o", tmp_path / "x", *extra)
         assert json.loads(out.output)["local"] == "meanfield", extra

@@ -83,15 +83,15 @@ def reference(tmp_path):
 
 @pytest.mark.parametrize("block_docs", [10_000, 3, 1])
 def test_coherence_matches_gensim(reference, block_docs):
-    scores, absent = coh.coherence(TOPICS, reference, coh.MEASURES, block_docs=block_docs)
+    scores, _, absent = coh.coherence(TOPICS, reference, coh.MEASURES, block_docs=block_docs)
     for name in coh.MEASURES:
         assert scores[name] == pytest.approx(GENSIM[name], rel=1e-12, abs=1e-12), name
     assert absent == ["mango", "nut"]
 
 
 def test_coherence_matches_gensim_with_a_word_in_every_document(tmp_path):
-    scores, absent = coh.coherence(TOPICS2, write_corpus(tmp_path / "ref2", DOCS2), coh.MEASURES,
-                                   block_docs=2)
+    scores, _, absent = coh.coherence(TOPICS2, write_corpus(tmp_path / "ref2", DOCS2), coh.MEASURES,
+                                      block_docs=2)
     for name in coh.MEASURES:
         assert scores[name] == pytest.approx(GENSIM2[name], rel=1e-12, abs=1e-12), name
     assert absent == []
@@ -100,7 +100,7 @@ def test_coherence_matches_gensim_with_a_word_in_every_document(tmp_path):
 def test_pairs_that_never_meet_score_near_the_floor(reference):
     """NPMI of a pair that never shares a document is log(eps / P P') / -log(eps): -1 when the
     words are rare, here about -0.85 (each word in 2 or 3 of 10 documents)."""
-    scores, _ = coh.coherence([["kiwi", "fig"]], reference, ["c_npmi", "u_mass"])
+    scores, _, _ = coh.coherence([["kiwi", "fig"]], reference, ["c_npmi", "u_mass"])
     p_kiwi, p_fig = 2 / 10, 3 / 10
     expected = np.log(1e-12 / (p_kiwi * p_fig)) / -np.log(1e-12)
     assert scores["c_npmi"] == [pytest.approx(expected, rel=1e-12)]
@@ -108,8 +108,8 @@ def test_pairs_that_never_meet_score_near_the_floor(reference):
 
 
 def test_a_topic_with_fewer_than_two_words_in_the_reference_has_no_score(reference):
-    scores, absent = coh.coherence([["apple", "mango", "nut"], ["apple", "banana"]], reference,
-                                   coh.MEASURES)
+    scores, _, absent = coh.coherence([["apple", "mango", "nut"], ["apple", "banana"]], reference,
+                                      coh.MEASURES)
     assert all(scores[name][0] is None and scores[name][1] is not None for name in coh.MEASURES)
     assert coh.mean_of(scores["c_v"]) == scores["c_v"][1]
     assert absent == ["mango", "nut"]
@@ -198,7 +198,7 @@ def test_eval_coherence_json_and_saved_file(hand_model, reference):
     assert set(out) >= {"coherence", "top_n", "reference", "diversity"}
     assert out["top_n"] == 3 and out["reference"] == str(reference.path.resolve())
     assert list(out["coherence"]) == ["c_npmi", "u_mass"] and out["topics"] == [0, 1, 2]
-    expected, _ = coh.coherence(tops, reference, ["c_npmi", "u_mass"])
+    expected, _, _ = coh.coherence(tops, reference, ["c_npmi", "u_mass"])
     for name in ("c_npmi", "u_mass"):
         assert out["coherence"][name]["per_topic"] == pytest.approx(expected[name], rel=1e-12)
         assert out["coherence"][name]["mean"] == pytest.approx(np.mean(expected[name]), rel=1e-12)
@@ -252,3 +252,123 @@ def test_eval_without_coherence_still_needs_its_heldout_corpus(hand_model):
     model, _ = hand_model
     result = run("eval", model, ok=False)
     assert result.exit_code == 2 and "HELDOUT" in result.output
+
+
+# ----------------------------------------------------------------------------- sliding windows
+def windows_of(doc, size):
+    """gensim's boolean sliding windows of one document (utils.iter_windows, ignore_below_size
+    False): doc[t:t + size] for every t, or the document itself when it is not longer."""
+    if len(doc) <= size:
+        return [doc]
+    return [doc[t:t + size] for t in range(len(doc) - size + 1)]
+
+
+def slow_window_counts(docs, topics, size):
+    """(windows, df, pair_df) by listing every window of every document."""
+    union = {w for t in topics for w in t}
+    n, df, pair_df = 0, dict.fromkeys(union, 0), {}
+    for t in topics:
+        for a in t:
+            for b in t:
+                if a < b:
+                    pair_df[(a, b)] = 0
+    for doc in docs:
+        for window in windows_of(doc, size):
+            n += 1
+            here = set(window)
+            for w in union & here:
+                df[w] += 1
+            for a, b in pair_df:
+                if a in here and b in here:
+                    pair_df[(a, b)] += 1
+    return n, df, pair_df
+
+
+def write_ordered(path, docs, V):
+    """A --keep-order corpus of token lists (word ids, -1 for a word outside the vocabulary)."""
+    with CorpusWriter(path, [f"w{i}" for i in range(V)], shard_docs=7, keep_order=True) as out:
+        for d, doc in enumerate(docs):
+            known = np.array([w for w in doc if w >= 0], dtype=np.int64)
+            ids, counts = np.unique(known, return_counts=True)
+            out.add(f"d{d}", ids, counts, np.array(doc, dtype=np.int32))
+    return Corpus(path)
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 10, 110])
+def test_count_windows_matches_listing_every_window(tmp_path, size):
+    rng = np.random.default_rng(size)
+    V = 40
+    docs = [rng.integers(-1, V, size=rng.integers(1, 40)).tolist() for _ in range(60)]
+    docs.append([30, 31, -1, 32])                          # holds no top word, still a window
+    topics = [sorted(rng.choice(30, size=6, replace=False).tolist()) for _ in range(5)]
+    reference = write_ordered(tmp_path / "c", docs, V)
+    assert reference.keeps_order
+    n, df, pair_df = coh.count_windows(reference, topics, size)
+    assert (n, df, pair_df) == slow_window_counts(docs, topics, size)
+
+
+def test_window_needs_a_corpus_that_keeps_order(reference):
+    with pytest.raises(coh.TopicscaleError, match="--keep-order"):
+        coh.coherence(TOPICS, reference, ["c_npmi"], window=10)
+
+
+def test_gensim_default_windows_on_an_ordered_corpus(tmp_path):
+    docs = [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]] * 3
+    reference = write_ordered(tmp_path / "c", docs, 13)
+    assert coh.measure_windows(coh.MEASURES, reference) == {"u_mass": 0, "c_npmi": 10, "c_uci": 10, "c_v": 110}
+    assert coh.measure_windows(coh.MEASURES, reference, 0) == dict.fromkeys(coh.MEASURES, 0)
+    assert coh.measure_windows(["c_v", "u_mass"], reference, 4) == {"c_v": 4, "u_mass": 0}
+
+
+# Reference corpus 3, prepared with --keep-order and --min-df 2 (zebra, yak and quince, in one
+# document each, are outside the vocabulary but keep their places; the fifth document holds no
+# top word). No word repeats less than 10 tokens apart in a document longer than a window,
+# where gensim's accumulator differs (coherence.py). Computed with gensim 4.4.0:
+#   texts = [d.split() for d in DOCS3]; dct = Dictionary(texts)
+#   dct.filter_extremes(no_below=2, no_above=1.0, keep_n=None)
+#   CoherenceModel(topics=TOPICS3, texts=texts, dictionary=dct, coherence=m, topn=10,
+#                  window_size=w, processes=1).get_coherence_per_topic()   for w in (None, 3)
+DOCS3 = [
+    "apple banana cherry date egg fig grape kiwi lemon mango nut banana",
+    "cherry date fig egg apple kiwi lemon banana grape",
+    "kiwi lemon mango nut olive pear",
+    "apple fig grape date cherry egg banana kiwi lemon mango nut olive apple",
+    "olive pear quince",
+    "banana apple",
+    "zebra apple cherry yak banana date",
+]
+TOPICS3 = [["apple", "banana", "cherry", "date"], ["kiwi", "lemon", "mango", "nut"],
+           ["fig", "grape", "egg", "apple", "lemon"]]
+GENSIM3 = {
+    ("c_npmi", None): [0.4618751098763905, 0.6390100136694016, 0.3554707616953265],
+    ("c_uci", None): [0.17422796236001623, 0.30731257839623366, 0.1941039218845645],
+    ("c_v", None): [0.9703659155055986, 0.9797280167886354, 0.9322248812851825],
+    ("c_npmi", 3): [-0.07835830038125537, 0.14969563592929055, -0.15752159493951906],
+    ("c_uci", 3): [-3.9953446059714426, -3.5621172978963656, -5.002976252385468],
+    ("c_v", 3): [0.43422613235882324, 0.6142679218168462, 0.3398790793587727],
+}
+
+
+def test_sliding_windows_match_gensim(tmp_path):
+    from topicscale.corpus.prepare import prepare
+    src = tmp_path / "docs.txt"
+    src.write_text("\n".join(DOCS3) + "\n")
+    prepare([str(src)], tmp_path / "c", min_df=2, max_df=1.0, stopwords="none", keep_order=True,
+            progress=False)
+    reference = Corpus(tmp_path / "c")
+    assert "zebra" not in reference.vocab and "olive" in reference.vocab
+    for (name, window), expected in GENSIM3.items():
+        scores, windows, _ = coh.coherence(TOPICS3, reference, [name], window)
+        assert windows[name] == (window or coh.GENSIM_WINDOWS[name])
+        assert scores[name] == pytest.approx(expected, rel=1e-12, abs=1e-12), (name, window)
+
+
+def test_eval_window_option_and_refusals(hand_model, reference, tmp_path):
+    model, _ = hand_model
+    result = run("eval", model, "--coherence", "c_npmi", "--window", 10, ok=False)
+    assert result.exit_code == 2 and "--keep-order" in result.output
+    for flag, value in (("--seed", 1), ("--fold-in", "own"), ("--threads", 1)):
+        result = run("eval", model, "--coherence", "c_npmi", flag, value, ok=False)
+        assert result.exit_code == 2 and flag in result.output and "--coherence" in result.output
+    out = json.loads(run("eval", model, "--coherence", "c_npmi,u_mass", "--window", 0, "--json").stdout)
+    assert out["coherence"]["c_npmi"]["window"] == 0 and out["coherence"]["u_mass"]["window"] == 0

@@ -243,3 +243,35 @@ def test_document_frequencies_for_pruning_count_training_documents_only(tmp_path
     # without held-out documents every document counts
     prepare([str(src)], tmp_path / "e", min_df=3, max_df=0.45, progress=False)
     assert Corpus(tmp_path / "e").vocab == ["kiwi", "plum", "yak"]
+
+
+def test_prepare_keep_order_keeps_reading_order_in_both_corpora(tmp_path):
+    src = tmp_path / "docs.jsonl"
+    texts = [f"cherry apple the banana apple q{chr(97 + i) * 2} cherry" for i in range(12)] + ["the of and"]
+    src.write_text("\n".join(json.dumps({"id": f"d{i}", "text": t}) for i, t in enumerate(texts)) + "\n")
+    s = prepare([str(src)], tmp_path / "c", heldout=3, min_df=2, max_df=1.0, keep_order=True,
+                progress=False)
+    assert s["skipped_empty"] == 1
+    for path, n in ((tmp_path / "c", 9), (tmp_path / "c-heldout", 3)):
+        corpus = Corpus(path)
+        assert corpus.keeps_order and corpus.vocab == ["apple", "banana", "cherry"]
+        blocks = list(corpus.token_blocks())
+        tokens = np.concatenate([t for _, t in blocks])
+        # "the" is a stop word (gone), qaa, qbb, ... are in one document each (outside the vocabulary: -1)
+        assert tokens.tolist() == [2, 0, 1, 0, -1, 2] * n
+        assert sum(p.size - 1 for p, _ in blocks) == n
+        # the bag of words is the same as without --keep-order
+        assert corpus.rows(np.arange(n)).counts.tolist() == [2.0, 1.0, 2.0] * n
+    plain = Corpus(prepare([str(src)], tmp_path / "p", min_df=2, max_df=1.0, progress=False)["output"])
+    assert not plain.keeps_order
+    with pytest.raises(InputError, match="--keep-order"):
+        next(plain.token_blocks())
+
+
+def test_keep_order_needs_text_input(tmp_path):
+    from topicscale.errors import TopicscaleError
+    src = tmp_path / "c.ldac"
+    src.write_text("2 0:1 1:2\n")
+    with pytest.raises(TopicscaleError, match="--keep-order needs text input"):
+        prepare([str(src)], tmp_path / "c", keep_order=True, progress=False)
+    assert not (tmp_path / "c").exists()

@@ -93,7 +93,7 @@ def test_heldout_scores_and_eval_every_needs_it(tiny, tmp_path):
     corpus, heldout = tiny
     r = run("fit", corpus, "-k", "4", "--batch-size", "20", "--eval-every", "1", "-o", tmp_path / "m")
     assert r.exit_code == 2 and "--eval-every goes with --heldout" in r.output and not (tmp_path / "m").exists()
-    r = run("fit", corpus, "-k", "4", "--batch-size", "20", "--heldout", heldout, "--eval-every", "1", "--json",
+    r = run("fit", corpus, "-k", "4", "--batch-size", "20", "--heldout", heldout, "--eval-every", "1", "--passes", "1", "--json",
             "-o", tmp_path / "m")
     assert r.exit_code == 0 and json.loads(r.output)["heldout"]["per_word_ll"] < 0
     evals = [json.loads(line) for line in (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()]

@@ -118,10 +118,13 @@ def cli():
               help="Text: regular expression of a token [default: runs of 2+ letters].")
 @click.option("--text-field", default="text", show_default=True, help="JSON lines: field holding the text.")
 @click.option("--id-field", default="id", show_default=True, help="JSON lines: field holding the document id.")
+@click.option("--keep-order", is_flag=True,
+              help="Text: also keep each document's words in reading order, so that `eval --coherence` "
+                   "can count co-occurrences in sliding windows (4 bytes a token on disk).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, max_df, max_vocab,
-            stopwords, token_pattern, text_field, id_field, as_json, quiet):
+            stopwords, token_pattern, text_field, id_field, keep_order, as_json, quiet):
     """Convert INPUTS (text, JSON lines, UCI, LDA-C, MatrixMarket; '-' is stdin) into a corpus.
 
     Text is lower-cased, tokenised and stripped of stop words; the vocabulary is pruned by
@@ -133,7 +136,7 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
                   heldout_output=heldout_output, seed=seed, min_df=min_df, max_df=max_df,
                   max_vocab=max_vocab, stopwords=stopwords,
                   token_pattern=token_pattern or DEFAULT_TOKEN_PATTERN, text_field=text_field,
-                  id_field=id_field, progress=_show_progress(quiet))
+                  id_field=id_field, keep_order=keep_order, progress=_show_progress(quiet))
     lines = [f"wrote {summary['output']}: {summary['documents']} documents, {summary['tokens']} tokens, "
              f"{summary['vocabulary']} words"]
     if "heldout_output" in summary:
@@ -275,6 +278,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
              f"{summary['threads']} threads"
              + (f"; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"
                 if summary.get("kernel_load_seconds") is not None else ")")]
+    if summary.get("scored_on"):
+        lines.append(_convergence_line(summary))
     if summary.get("heldout"):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
@@ -282,6 +287,18 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     _emit(as_json, summary, lines)
     if signum:
         ctx.exit(128 + signum)
+
+
+def _convergence_line(summary):
+    """Why a run without --passes stopped where it did."""
+    from .convergence import MAX_PASSES, MIN_GAIN
+    scores, on = summary.get("pass_scores", []), summary["scored_on"]
+    gain = f"{scores[-1] - scores[-2]:+.4f}" if len(scores) >= 2 else None
+    if summary["stopped"] == "converged":
+        return f"converged after {len(scores)} passes: the last gained {gain} nats a word on {on} (under {MIN_GAIN})"
+    if summary["stopped"] == "passes":
+        return f"stopped at the cap of {MAX_PASSES} passes, the last still gaining {gain} nats a word on {on}"
+    return f"stopped ({summary['stopped'] or 'by a signal'}) after {len(scores)} scored passes"
 
 
 def _fit_help():
@@ -299,19 +316,24 @@ fit.help = _fit_help()
                 type=click.Path(exists=True, file_okay=False))
 @click.option("--coherence", "measures", metavar="LIST",
               help="Instead: the coherence of the topics in CORPUS (default: the training corpus), "
-                   "any of u_mass,c_npmi,c_uci,c_v (as gensim's CoherenceModel, CORPUS as boolean "
-                   "documents), and their diversity; saved in MODEL/coherence.json.")
+                   "any of u_mass,c_npmi,c_uci,c_v (as gensim's CoherenceModel), and their "
+                   "diversity; saved in MODEL/coherence.json.")
 @click.option("--top-n", type=click.IntRange(2), default=10, show_default=True,
               help="--coherence: top words of each topic scored.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the observed / held-out word split.")
-@click.option("--fold-in", "fold_in", type=click.Choice(["common", "own"]), default="common", show_default=True,
+@click.option("--window", type=click.IntRange(0),
+              help="--coherence: c_uci, c_npmi and c_v count co-occurrences in sliding windows of "
+                   "this many tokens (CORPUS prepared with --keep-order), or 0: in whole documents "
+                   "[default: gensim's 10 (c_v: 110) when CORPUS keeps order, else 0]. u_mass "
+                   "always counts documents.")
+@click.option("--seed", type=int, help="Seed of the observed / held-out word split [default: 0].")
+@click.option("--fold-in", "fold_in", type=click.Choice(["common", "own"]),
               help="LDA models: common = mean-field fold-in on E[beta] with alpha = 1/K, the same for "
                    "every LDA model however it was trained (and evaluate_topics, the benchmarks' "
                    "protocol); own = the model's own local step and prior. HDP and CTM models are "
-                   "scored by their own predictive either way.")
+                   "scored by their own predictive either way. [default: common]")
 @click.option("--threads", type=int, help="Threads [default: all cores].")
-@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic}}, top_n, reference, topics, diversity, absent_words}.")
-def eval_(model, heldout, measures, top_n, seed, fold_in, threads, as_json):
+@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, absent_words}.")
+def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, as_json):
     """Per-word predictive log likelihood of HELDOUT by document completion (SVI paper, sec. 4),
     or with --coherence how readable the topics are.
 
@@ -322,14 +344,21 @@ def eval_(model, heldout, measures, top_n, seed, fold_in, threads, as_json):
     the output names the protocol.
 
     With --coherence, the top words of the topics `topics` lists (HDP: those carrying 99%) are
-    scored by how often they share documents of CORPUS (words matched by string; a top word in
-    no document of CORPUS is dropped from its topic, as gensim does), and diversity is the
-    share of distinct words among all topics' top 25.
+    scored by how often they share documents (or sliding windows) of CORPUS (words matched by
+    string; a top word in no document of CORPUS is dropped from its topic, as gensim does), and
+    diversity is the share of distinct words among all topics' top 25.
     """
     if measures is not None:
-        return _eval_coherence(model, heldout, measures, top_n, as_json)
+        given = [flag for flag, value in (("--seed", seed), ("--fold-in", fold_in), ("--threads", threads))
+                 if value is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} go with the held-out score, not --coherence")
+        return _eval_coherence(model, heldout, measures, top_n, window, as_json)
     if heldout is None:
         raise click.UsageError("HELDOUT is required (or --coherence)")
+    if window is not None:
+        raise click.UsageError("--window goes with --coherence")
+    seed, fold_in = seed or 0, fold_in or "common"
     from .corpus.shards import Corpus
     from .evaluate import describe_protocol, evaluate_model
     from .models import load_model
@@ -344,7 +373,7 @@ def eval_(model, heldout, measures, top_n, seed, fold_in, threads, as_json):
     _emit(as_json, result, lines)
 
 
-def _eval_coherence(model, reference, measures, top_n, as_json):
+def _eval_coherence(model, reference, measures, top_n, window, as_json):
     """`eval --coherence`: score, save MODEL/coherence.json, print."""
     from . import coherence
     from .corpus.shards import Corpus
@@ -358,11 +387,12 @@ def _eval_coherence(model, reference, measures, top_n, as_json):
         if not Path(reference, "manifest.json").is_file():
             raise TopicscaleError(f"the training corpus {reference} recorded in {model} is gone: "
                                   "give the reference CORPUS")
-    result = coherence.evaluate_coherence(m, Corpus(reference), names, top_n)
+    result = coherence.evaluate_coherence(m, Corpus(reference), names, top_n, window)
     saved = coherence.save_result(model, m, result)
     fmt = lambda v: "-" if v is None else f"{v:.4f}"
+    counted = lambda w: f"windows of {w} tokens" if w else "documents"
     lines = [f"reference {result['reference']}: top {top_n} words of {len(result['topics'])} topics"]
-    lines += [f"{name:<8} {fmt(r['mean'])}" for name, r in result["coherence"].items()]
+    lines += [f"{name:<8} {fmt(r['mean'])}  ({counted(r['window'])})" for name, r in result["coherence"].items()]
     lines.append(f"diversity {fmt(result['diversity'])} (distinct share of the top "
                  f"{coherence.DIVERSITY_WORDS} words)")
     if result["absent_words"]:

@@ -13,17 +13,23 @@ CoherenceModel computes them, with epsilon = 1e-12:
     c_v     one-set (w_i against the topic W):      cosine of v(w_i) and v(W), where
             v(w_i)_j = NPMI(w_i, w_j) and v(W) = sum_i v(w_i), j over the topic (gamma = 1)
 
-P is the share of reference documents that contain the words (boolean documents): gensim's
-u_mass from a bag-of-words corpus, and its c_uci, c_npmi and c_v given each document's distinct
-words as `texts` with a window longer than any document (so no sliding windows). Top words are
-matched to the reference's vocabulary by string. A top word that occurs in no reference
-document is dropped from its topic (the topic keeps its other words, it is not refilled), as
-gensim's CoherenceModel drops a word its dictionary, built from the reference, lacks. A topic
-left with fewer than two words has no score (None) and is left out of the mean.
+P is the share of reference documents, or of sliding windows, that contain the words. u_mass
+counts documents, as gensim computes it from a bag-of-words corpus. c_uci, c_npmi and c_v count
+what gensim counts given `texts`: on a corpus prepared with --keep-order, sliding windows of
+10 tokens (c_uci, c_npmi) or 110 (c_v) by default, and otherwise each document as one window
+(its distinct words with a window longer than any document: boolean documents). A word is in a
+window when any of its tokens is; gensim's accumulator (4.4) instead marks a word absent when
+the token leaving the window is that word, even if the word occurs again inside the window, so
+it counts fewer windows for a word repeated less than a window apart in a document longer than
+the window: there the two differ. Top words are matched to the
+reference's vocabulary by string. A top word that occurs in no reference document is dropped
+from its topic (the topic keeps its other words, it is not refilled), as gensim's
+CoherenceModel drops a word its dictionary, built from the reference, lacks. A topic left with
+fewer than two words has no score (None) and is left out of the mean.
 
-The counts come from one streamed pass over the reference (kernels/cooccur.py): document
-frequencies of the union of all topics' top words and of the pairs within a topic only, never
-the corpus whole.
+The counts come from one streamed pass over the reference for each window length
+(kernels/cooccur.py): frequencies of the union of all topics' top words and of the pairs
+within a topic only, never the corpus whole.
 
 Diversity (Dieng, Ruiz and Blei 2020, "Topic modeling in embedding spaces") is the share of
 distinct words among the top 25 words of all topics: 1 when no two topics share a top word,
@@ -39,6 +45,7 @@ import numpy as np
 from .errors import TopicscaleError
 
 MEASURES = ("u_mass", "c_npmi", "c_uci", "c_v")
+GENSIM_WINDOWS = {"c_npmi": 10, "c_uci": 10, "c_v": 110}
 EPSILON = 1e-12
 DIVERSITY_WORDS = 25
 RESULT_FILE = "coherence.json"
@@ -112,12 +119,9 @@ def parse_measures(text):
     return list(dict.fromkeys(names))
 
 
-def count_documents(reference, topic_ids, block_docs=10_000):
-    """Document frequencies in `reference` (a Corpus) of the words in `topic_ids` (lists of
-    reference word ids) and of every pair of words within one topic, in one streamed pass.
-
-    Returns (n_docs, df: {word id: count}, pair_df: {(id, id) ascending: count})."""
-    from .kernels.cooccur import count_documents as kernel       # imports numba: only here
+def _topic_pairs(topic_ids, n_words):
+    """The union of the topics' word ids, their pairs within a topic, and the lookup from a
+    vocabulary id to its place in the union (-1: in no topic)."""
     union = np.unique(np.concatenate([np.asarray(t, dtype=np.int64) for t in topic_ids] or
                                      [np.zeros(0, np.int64)]))
     place = {int(w): a for a, w in enumerate(union)}
@@ -127,26 +131,60 @@ def count_documents(reference, topic_ids, block_docs=10_000):
         for i, a in enumerate(members):
             for b in members[i + 1:]:
                 pairs.setdefault((a, b), len(pairs))
-    T = union.size
-    ordered = sorted(pairs)
-    partner_ptr = np.zeros(T + 1, dtype=np.int64)
-    np.add.at(partner_ptr, np.array([a + 1 for a, _ in ordered], dtype=np.int64), 1)
-    np.cumsum(partner_ptr, out=partner_ptr)
-    partner = np.array([b for _, b in ordered], dtype=np.int64)
-    partner_slot = np.array([pairs[p] for p in ordered], dtype=np.int64)
-    lookup = np.full(reference.n_words, -1, dtype=np.int64)
-    lookup[union] = np.arange(T)
-    mark = np.zeros(T, dtype=np.int64)
-    present = np.zeros(T, dtype=np.int64)
-    df = np.zeros(T, dtype=np.int64)
+    lookup = np.full(n_words, -1, dtype=np.int64)
+    lookup[union] = np.arange(union.size)
+    return union, pairs, lookup
+
+
+def _as_dicts(union, pairs, df, pair_df):
+    return ({int(w): int(df[a]) for a, w in enumerate(union)},
+            {(int(union[a]), int(union[b])): int(pair_df[s]) for (a, b), s in pairs.items()})
+
+
+def count_documents(reference, topic_ids, block_docs=10_000):
+    """Document frequencies in `reference` (a Corpus) of the words in `topic_ids` (lists of
+    reference word ids) and of every pair of words within one topic, in one streamed pass.
+
+    Returns (n_docs, df: {word id: count}, pair_df: {(id, id) ascending: count})."""
+    from .kernels.cooccur import count_documents as kernel       # imports numba: only here
+    union, pairs, lookup = _topic_pairs(topic_ids, reference.n_words)
+    ptr, partner, slot = _partners(pairs, union.size, both=False)
+    mark, present, df = (np.zeros(union.size, dtype=np.int64) for _ in range(3))
     pair_df = np.zeros(len(pairs), dtype=np.int64)
     first = 0
     for block in reference.blocks(block_docs):
-        kernel(block.indptr, block.indices, lookup, partner_ptr, partner, partner_slot, first, mark,
-               present, df, pair_df)
+        kernel(block.indptr, block.indices, lookup, ptr, partner, slot, first, mark, present, df, pair_df)
         first += block.n_docs
-    return (reference.n_docs, {int(w): int(df[a]) for a, w in enumerate(union)},
-            {(int(union[a]), int(union[b])): int(pair_df[s]) for (a, b), s in pairs.items()})
+    return (reference.n_docs, *_as_dicts(union, pairs, df, pair_df))
+
+
+def count_windows(reference, topic_ids, window):
+    """As count_documents, over the sliding windows of `window` tokens of a --keep-order
+    corpus (gensim's boolean sliding window). Returns (windows, df, pair_df)."""
+    from .kernels.cooccur import count_windows as kernel
+    union, pairs, lookup = _topic_pairs(topic_ids, reference.n_words)
+    ptr, partner, slot = _partners(pairs, union.size, both=True)
+    count, start, df = (np.zeros(union.size, dtype=np.int64) for _ in range(3))
+    pair_start, pair_df = np.zeros(len(pairs), dtype=np.int64), np.zeros(len(pairs), dtype=np.int64)
+    windows = 0
+    for tokptr, tokens in reference.token_blocks():
+        windows += kernel(tokptr, tokens, lookup, ptr, partner, slot, window, count, start, pair_start,
+                          df, pair_df)
+    return (windows, *_as_dicts(union, pairs, df, pair_df))
+
+
+def _partners(pairs, n, both):
+    """CSR lists of each word's partners in `pairs` ({(a, b), a < b: slot}): those b > a, or
+    with both=True every partner, and the slot of each pair."""
+    entries = [(a, b, s) for (a, b), s in pairs.items()]
+    if both:
+        entries += [(b, a, s) for a, b, s in entries]
+    entries.sort()
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(ptr, np.array([a + 1 for a, _, _ in entries], dtype=np.int64), 1)
+    np.cumsum(ptr, out=ptr)
+    return (ptr, np.array([b for _, b, _ in entries], dtype=np.int64),
+            np.array([s for _, _, s in entries], dtype=np.int64))
 
 
 # ------------------------------------------------------------------------------ measures
@@ -172,27 +210,50 @@ def _scores(co, n_docs, measure):
     return float(np.mean(sims))
 
 
-def coherence(word_lists, reference, measures, block_docs=10_000):
+def measure_windows(measures, reference, window=None):
+    """{measure: window}: 0 for boolean documents, else the sliding window's length in tokens.
+
+    u_mass always counts documents. The others take `window` when given, else gensim's default
+    (c_v 110, c_uci and c_npmi 10) on a corpus that keeps token order, documents otherwise."""
+    if window and not reference.keeps_order:
+        raise TopicscaleError(f"--window {window}: the reference {reference.path} keeps no token order; "
+                              "prepare it with --keep-order")
+    out = {}
+    for name in measures:
+        if name == "u_mass":
+            out[name] = 0
+        elif window is not None:
+            out[name] = window
+        else:
+            out[name] = GENSIM_WINDOWS[name] if reference.keeps_order else 0
+    return out
+
+
+def coherence(word_lists, reference, measures, window=None, block_docs=10_000):
     """Coherence of each topic (a list of top words, largest first) in `reference` (a Corpus).
 
-    Returns ({measure: [score or None per topic]}, [top words absent from the reference])."""
+    Returns ({measure: [score or None per topic]}, {measure: window}, [top words absent from
+    the reference])."""
     index = {w: i for i, w in enumerate(reference.vocab)}
     topic_ids = [[index[w] for w in words if w in index] for words in word_lists]
-    n_docs, df, pair_df = count_documents(reference, topic_ids, block_docs)
-    kept = [[w for w in ids if df[w] > 0] for ids in topic_ids]        # occurring in the reference
-    present = {index[w] for words in word_lists for w in words if w in index and df[index[w]] > 0}
+    windows = measure_windows(measures, reference, window)
+    counts = {w: count_windows(reference, topic_ids, w) if w else count_documents(reference, topic_ids, block_docs)
+              for w in sorted(set(windows.values()))}             # window -> (N, df, pair_df)
+    df = next(iter(counts.values()))[1]          # a word is in some window iff in some document
+    kept = [[w for w in ids if df[w] > 0] for ids in topic_ids]
     absent = list(dict.fromkeys(w for words in word_lists for w in words
-                                if w not in index or index[w] not in present))
+                                if w not in index or df.get(index[w], 0) == 0))
     scores = {name: [] for name in measures}
-    for ids in kept:
-        m = len(ids)
-        co = np.empty((m, m))
-        for i, a in enumerate(ids):
-            for j, b in enumerate(ids):
-                co[i, j] = df[a] if a == b else pair_df[(a, b) if a < b else (b, a)]
-        for name in measures:
-            scores[name].append(_scores(co, n_docs, name) if m >= 2 else None)
-    return scores, absent
+    for name in measures:
+        n, df, pair_df = counts[windows[name]]
+        for ids in kept:
+            m = len(ids)
+            co = np.empty((m, m))
+            for i, a in enumerate(ids):
+                for j, b in enumerate(ids):
+                    co[i, j] = df[a] if a == b else pair_df[(a, b) if a < b else (b, a)]
+            scores[name].append(_scores(co, n, name) if m >= 2 else None)
+    return scores, windows, absent
 
 
 def mean_of(values):
@@ -201,13 +262,15 @@ def mean_of(values):
     return float(np.mean(scored)) if scored else None
 
 
-def evaluate_coherence(model, reference, measures, top_n=10):
-    """`eval --coherence`: {"coherence": {measure: {"mean", "per_topic"}}, "top_n", "reference",
-    "topics" (the topic numbers per_topic follows), "diversity", "absent_words"}."""
+def evaluate_coherence(model, reference, measures, top_n=10, window=None):
+    """`eval --coherence`: {"coherence": {measure: {"mean", "per_topic", "window"}}, "top_n",
+    "reference", "topics" (the topic numbers per_topic follows), "diversity", "absent_words"};
+    window 0 means boolean documents."""
     topics = shown_topics(model)
     word_lists = [[model.vocab[i] for i in ids] for ids, _ in top_words(model.lam, top_n, topics)]
-    scores, absent = coherence(word_lists, reference, measures)
-    return {"coherence": {name: {"mean": mean_of(v), "per_topic": v} for name, v in scores.items()},
+    scores, windows, absent = coherence(word_lists, reference, measures, window)
+    return {"coherence": {name: {"mean": mean_of(v), "per_topic": v, "window": windows[name]}
+                          for name, v in scores.items()},
             "top_n": top_n, "reference": str(Path(reference.path).resolve()),
             "topics": [int(k) for k in topics], "diversity": model_diversity(model),
             "absent_words": absent}

@@ -24,6 +24,22 @@ class Option:
     default_text: str = ""   # the default as --help states it when it depends on the owner
 
 
+class PositiveOrAuto(click.ParamType):
+    """A positive number, or "auto": a prior the run learns (inference/priors.py)."""
+    name = "float|auto"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is neither a number nor 'auto'", param, ctx)
+        if not number > 0:
+            self.fail(f"{value!r} must be above 0 (or 'auto')", param, ctx)
+        return number
+
+
 # ------------------------------------------------------------------------------ declarations
 SCHEDULE = ("rho_t = (tau + t)^-kappa with t = 0 at the first minibatch (gensim's `offset` is tau; "
             "scikit-learn's `learning_offset` is tau - 1; the SVI paper's tau is tau - 1, as it counts "
@@ -31,9 +47,11 @@ SCHEDULE = ("rho_t = (tau + t)^-kappa with t = 0 at the first minibatch (gensim'
 PART_OPTIONS = (
     Option("n_topics", ("-k", "--topics", "n_topics"), click.IntRange(1),
            "Number of topics K (HDP: the corpus truncation).", default_text="100, HDP 150"),
-    Option("alpha", ("--alpha",), click.FloatRange(0, min_open=True),
-           "Topic-proportion prior (HDP: document concentration).", default_text="1/K, HDP 1, or the algorithm's"),
-    Option("eta", ("--eta",), click.FloatRange(0, min_open=True), "Topic Dirichlet prior.", 0.01),
+    Option("alpha", ("--alpha",), PositiveOrAuto(),
+           "Topic-proportion prior (HDP: document concentration). LDA: auto learns an asymmetric "
+           "alpha (a Newton step each minibatch, from 1/K).", default_text="1/K, HDP 1, or the algorithm's"),
+    Option("eta", ("--eta",), PositiveOrAuto(),
+           "Topic Dirichlet prior. LDA: auto learns it (a Newton step every 10 minibatches).", 0.01),
     Option("omega", ("--omega",), click.FloatRange(0, min_open=True),
            "Corpus concentration of the topic sticks.", 1.0),
     Option("doc_truncation", ("--doc-truncation",), click.IntRange(1),
@@ -60,8 +78,9 @@ RUN_OPTIONS = (
     Option("batch_size", ("--batch-size",), click.IntRange(1), "Documents per minibatch S.", 500,
            "500, or the algorithm's paper's"),
     Option("passes", ("--passes",), click.FloatRange(0, min_open=True),
-           "Passes over the corpus (fractions allowed).", default_text="1, or until --time-limit / "
-           "--max-docs when one is given"),
+           "Passes over the corpus (fractions allowed).", default_text="until a pass gains under "
+           "0.002 nats a word (scored on --heldout, else on 1000 training documents), at most 50; "
+           "or until --time-limit / --max-docs when one is given"),
     Option("max_docs", ("--max-docs",), click.IntRange(1), "Stop after this many documents."),
     Option("time_limit", ("--time-limit",), click.FloatRange(0, min_open=True),
            "Stop after this many seconds of training."),
@@ -154,6 +173,10 @@ def check(config):
             raise TopicscaleError(f"{flag(name)} goes with {owners(name)}, not with {run}")
         if config.get("init_model") and name in registry.MODELS[model].options:
             raise TopicscaleError(f"{flag(name)} does not go with --init (the model keeps its own)")
+    for name in ("alpha", "eta"):
+        if config.get(name) == "auto" and model != "lda":
+            raise TopicscaleError(f"{flag(name)} auto goes with --model lda (learned priors are LDA's), "
+                                  f"not with --model {model}")
     if config.get("eval_every") is not None and not config.get("heldout"):
         raise TopicscaleError("--eval-every goes with --heldout (it schedules held-out evaluations)")
     tau = config.get("tau")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import options, registry
+from . import convergence, options, registry
 from .atomic import atomic_file
 from .corpus.shards import Corpus
 from .errors import TopicscaleError
@@ -27,6 +27,8 @@ CHECKPOINT_FILE = "checkpoint.npz"
 RUN_ONLY = {"output", "threads", "force", "init_model", "heldout", "eval_every", "checkpoint_every",
             "checkpoint_seconds", "passes", "max_docs", "time_limit", "n_topics", "alpha", "eta"}
 RUN_LOG = ".run.jsonl"
+# model settings that say a prior is learned (--alpha auto, --eta auto: inference/priors.py)
+LEARNED = ("alpha_auto", "eta_auto")
 
 
 def _check_output(output, force, init_model):
@@ -64,12 +66,17 @@ def default_local(config):
 
 
 def run_limits(config):
-    """RunLimits from a run's settings: without --passes, one pass, or no bound on passes when
-    --time-limit or --max-docs is given (train until that limit)."""
-    passes = config.get("passes")
+    """RunLimits from a run's settings: without --passes, no bound on passes when --time-limit
+    or --max-docs is given (train until that limit), else until the model stops improving
+    (convergence.py), at most MAX_PASSES passes."""
+    passes, min_gain = config.get("passes"), 0.0
     if passes is None:
-        passes = float("inf") if (config.get("time_limit") or config.get("max_docs")) else 1.0
-    return RunLimits(batch_size=config["batch_size"], passes=passes, max_docs=config.get("max_docs") or 0,
+        if config.get("time_limit") or config.get("max_docs"):
+            passes = float("inf")
+        else:
+            passes, min_gain = convergence.MAX_PASSES, convergence.MIN_GAIN
+    return RunLimits(batch_size=config["batch_size"], passes=passes, min_gain=min_gain,
+                     max_docs=config.get("max_docs") or 0,
                      time_limit=config.get("time_limit") or 0.0, eval_every=config.get("eval_every") or 0,
                      checkpoint_every=config.get("checkpoint_every") or 0,
                      checkpoint_seconds=config.get("checkpoint_seconds") or 0.0)
@@ -111,11 +118,14 @@ def new_model(config, corpus):
         check_vocabulary(model.vocab, corpus)
         if model.kind != config["model"]:
             raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}")
+        learned = {k: True for k in LEARNED if model.settings.get(k)}      # the model keeps its priors
     else:
         cls = registry.model_class(config["model"])
         model = cls.from_config(corpus.vocab, config, np.random.default_rng([config["seed"], 0x1A]))
+        learned = {f"{name}_auto": True for name in ("alpha", "eta") if config.get(name) == "auto"}
     kept = RUN_ONLY | set(registry.MODELS[model.kind].options)
     model.settings = {k: v for k, v in config.items() if k not in kept and v is not None}
+    model.settings.update(learned)
     return model
 
 
@@ -171,6 +181,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         algo.restore_state(algo_state)
     limits = run_limits(config)
     evaluate = (lambda m: evaluate_model(m, heldout)) if heldout else None      # eval's default protocol
+    score_pass, scored_on = convergence.pass_scorer(corpus, heldout, config["seed"])
     log = open(output / RUN_LOG, "a", encoding="utf-8")
 
     def record(r):
@@ -187,9 +198,11 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         with StopOnSignal(say) as stop:
             summary, finished = train(algo, corpus, limits, config["seed"], evaluate=evaluate,
                                       on_record=record, progress=progress, state=state,
-                                      checkpoint=checkpoint, stop_requested=stop)
+                                      checkpoint=checkpoint, stop_requested=stop, score_pass=score_pass)
         summary.update(topics=model.n_topics, local=config["local"], threads=config["threads"],
                        step=model.step)
+        if limits.min_gain:
+            summary["scored_on"] = scored_on
         if not finished:                        # stopped by a signal: partial model + checkpoint
             checkpoint(state)
             model.settings["partial"] = True

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 from tqdm import tqdm
 
+from .convergence import stopped_converging
 from .corpus.stream import MinibatchStream, StreamPosition
 from .errors import TopicscaleError
 
@@ -19,6 +20,7 @@ class RunLimits:
     eval_every: int = 0          # minibatches between held-out evaluations, 0: only at the end
     checkpoint_every: int = 0    # minibatches between checkpoints, 0: none by count
     checkpoint_seconds: float = 0.0  # seconds between checkpoints, 0: none by time
+    min_gain: float = 0.0        # stop when a pass gains less (convergence.py), 0: no such stop
 
 
 @dataclass
@@ -32,6 +34,8 @@ class RunState:
     train_seconds: float = 0.0
     threads_used: int = 0
     last_eval: dict = field(default=None)
+    pass_scores: list = field(default_factory=list)     # score after each pass (limits.min_gain)
+    stopped: str = ""            # why training ended: passes, max_docs, time_limit, converged
 
     def as_dict(self):
         return asdict(self)
@@ -50,10 +54,12 @@ def planned_docs(n_docs, limits):
 
 
 def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progress=True,
-          state=None, checkpoint=None, stop_requested=None):
-    """Run `algorithm` over minibatches of `corpus` until passes, max_docs or time_limit.
+          state=None, checkpoint=None, stop_requested=None, score_pass=None):
+    """Run `algorithm` over minibatches of `corpus` until passes, max_docs or time_limit, or
+    (limits.min_gain) until a pass improves score_pass(model) -> float by less than min_gain.
 
-    evaluate(model) -> dict runs every `eval_every` minibatches and at the end; on_record(dict)
+    score_pass runs after every pass and counts as training time (it decides how long to
+    train). evaluate(model) -> dict runs every `eval_every` minibatches and at the end; on_record(dict)
     gets one record per minibatch and per evaluation; checkpoint(state) is called every
     `checkpoint_every` minibatches or `checkpoint_seconds`; stop_requested() -> bool is polled
     at each minibatch boundary (signals). Returns (summary dict, finished: bool).
@@ -87,8 +93,14 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     batches = stream(StreamPosition(state.epoch, state.batch))
     try:
         while True:
-            if (total is not None and state.docs >= total) or (limits.time_limit and state.train_seconds >= limits.time_limit):
+            if state.stopped == "converged":
                 finished = True
+                break
+            if total is not None and state.docs >= total:
+                finished, state.stopped = True, "max_docs" if limits.max_docs == total else "passes"
+                break
+            if limits.time_limit and state.train_seconds >= limits.time_limit:
+                finished, state.stopped = True, "time_limit"
                 break
             if stop_requested():
                 break
@@ -109,6 +121,14 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                     "step": model.step, "docs": state.docs, "seconds": dt,
                     "docs_per_s": batch.n_docs / dt if dt else None, **metrics})
             bar.update(batch.n_docs)
+            if limits.min_gain and state.docs >= (len(state.pass_scores) + 1) * corpus.n_docs:
+                t_score = time.perf_counter()
+                state.pass_scores.append(score_pass(model))
+                state.train_seconds += time.perf_counter() - t_score
+                record({"event": "pass_score", "pass": len(state.pass_scores), "docs": state.docs,
+                        "score": state.pass_scores[-1], "train_seconds": state.train_seconds})
+                if stopped_converging(state.pass_scores, limits.min_gain):
+                    state.stopped = "converged"
             if evaluate and limits.eval_every and state.batches % limits.eval_every == 0:
                 run_eval()
             if checkpoint and (
@@ -127,5 +147,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                "kernel_load_seconds": kernel_load_seconds, "wall_seconds": time.perf_counter() - wall0,
                "docs_per_s": s.docs / s.train_seconds if s.train_seconds else None,
                "tokens_per_s": s.tokens / s.train_seconds if s.train_seconds else None,
-               "threads_used": s.threads_used, "heldout": s.last_eval}
+               "threads_used": s.threads_used, "heldout": s.last_eval, "stopped": s.stopped or None}
+    if s.pass_scores:
+        summary["pass_scores"] = list(s.pass_scores)
     return summary, finished

@@ -88,9 +88,10 @@ def spooled_stdin(inputs):
 class _Split:
     """Route documents (by input position) to the training or held-out writer."""
 
-    def __init__(self, output, heldout_output, vocab, held, source):
-        self.train = CorpusWriter(output, vocab, source=source)
-        self.heldout = CorpusWriter(heldout_output, vocab, source=source) if len(held) else None
+    def __init__(self, output, heldout_output, vocab, held, source, keep_order=False):
+        self.train = CorpusWriter(output, vocab, source=source, keep_order=keep_order)
+        self.heldout = (CorpusWriter(heldout_output, vocab, source=source, keep_order=keep_order)
+                        if len(held) else None)
         self.held = held
         self.skipped_empty = 0
 
@@ -98,11 +99,11 @@ class _Split:
         i = np.searchsorted(self.held, position)
         return bool(i < len(self.held) and self.held[i] == position)
 
-    def add(self, position, doc_id, ids, counts):
+    def add(self, position, doc_id, ids, counts, tokens=None):
         if len(ids) == 0:
             self.skipped_empty += 1
             return
-        (self.heldout if self.is_held(position) else self.train).add(doc_id, ids, counts)
+        (self.heldout if self.is_held(position) else self.train).add(doc_id, ids, counts, tokens)
 
     def close(self, input_name, stats):
         if self.train.n_docs == 0:
@@ -121,17 +122,18 @@ class _Split:
 
 
 def _encode(tokens, index):
-    ids = [index[t] for t in tokens if t in index]
-    if not ids:
-        return np.zeros(0, np.int32), np.zeros(0, np.int32), len(tokens)
-    u, c = np.unique(np.asarray(ids, dtype=np.int32), return_counts=True)
-    return u, c.astype(np.int32), len(tokens) - len(ids)
+    """(word ids, counts, tokens in reading order as ids with -1 for unknown words, unknown count)."""
+    order = np.fromiter((index.get(t, -1) for t in tokens), dtype=np.int32, count=len(tokens))
+    known = order[order >= 0]
+    u, c = np.unique(known, return_counts=True)
+    return u, c.astype(np.int32), order, len(tokens) - known.size
 
 
 def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=None, seed=0,
             min_df=2, max_df=0.5, max_vocab=0, stopwords=None, token_pattern=DEFAULT_TOKEN_PATTERN,
-            text_field="text", id_field="id", progress=True):
-    """Write the corpus `output` (and `heldout_output`, default OUTPUT-heldout); returns a summary."""
+            text_field="text", id_field="id", keep_order=False, progress=True):
+    """Write the corpus `output` (and `heldout_output`, default OUTPUT-heldout); returns a summary.
+    keep_order: also keep each text document's tokens in reading order (shards.py)."""
     inputs = [os.fspath(p) for p in inputs]
     fmt = fmt or readers.guess_format(inputs[0])
     output = Path(output)
@@ -142,12 +144,16 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
         if fmt in readers.BOW_FORMATS:
             if len(inputs) != 1:
                 raise TopicscaleError(f"{fmt} input is one file; got {len(inputs)}")
+            if keep_order:
+                raise TopicscaleError(f"--keep-order needs text input: {fmt} input is a bag of words "
+                                      "and has no word order")
             result = _prepare_bow(inputs[0], fmt, vocab, output, heldout_output, heldout, seed, source, bar)
         else:
             tokenizer = Tokenizer(load_stopwords(stopwords), token_pattern)
             with spooled_stdin(inputs) as files:
                 result = _prepare_text(files, fmt, vocab, output, heldout_output, heldout, seed, source,
-                                       tokenizer, min_df, max_df, max_vocab, text_field, id_field, bar)
+                                       tokenizer, min_df, max_df, max_vocab, text_field, id_field, bar,
+                                       keep_order)
     finally:
         bar.close()
     return result
@@ -174,7 +180,7 @@ def _prepare_bow(path, fmt, vocab_spec, output, heldout_output, heldout, seed, s
 
 
 def _prepare_text(files, fmt, vocab_spec, output, heldout_output, heldout, seed, source, tokenizer,
-                  min_df, max_df, max_vocab, text_field, id_field, bar):
+                  min_df, max_df, max_vocab, text_field, id_field, bar, keep_order):
     docs = lambda: readers.iter_text_documents(files, fmt, text_field, id_field)
     # the held-out draw comes first: the vocabulary is built from the training documents only
     held = heldout_rows(sum(1 for _ in docs()) if heldout else 0, heldout, seed)
@@ -197,15 +203,15 @@ def _prepare_text(files, fmt, vocab_spec, output, heldout_output, heldout, seed,
         bar.reset()
     index = {w: i for i, w in enumerate(vocab)}
     bar.set_description("encoding")
-    split = _Split(output, heldout_output, vocab, held, source)
+    split = _Split(output, heldout_output, vocab, held, source, keep_order)
     dropped, heldout_dropped = 0, 0
     try:
         for position, (doc_id, text, _, _) in enumerate(docs()):
-            ids, counts, unknown = _encode(tokenizer(text), index)
+            ids, counts, order, unknown = _encode(tokenizer(text), index)
             dropped += unknown
             if unknown and split.is_held(position):
                 heldout_dropped += unknown
-            split.add(position, doc_id, ids, counts)
+            split.add(position, doc_id, ids, counts, order if keep_order else None)
             bar.update()
         split.close(files[0], {"dropped_tokens": dropped, "heldout_dropped_tokens": heldout_dropped})
     except BaseException as exc:

@@ -7,6 +7,12 @@
     CORPUS/shard-NNNNN.indices.npy  int32 word ids, ascending within a document
     CORPUS/shard-NNNNN.counts.npy   int32 counts (> 0)
 
+A corpus prepared with --keep-order also keeps each document's tokens in reading order (word
+ids, -1 where the text had a word outside the vocabulary), for sliding-window coherence:
+
+    CORPUS/shard-NNNNN.tokptr.npy   int64, n_docs + 1 offsets into the array below
+    CORPUS/shard-NNNNN.tokens.npy   int32 word ids (or -1) in reading order
+
 Writers stream (a shard is flushed every `shard_docs` documents), so memory does not grow
 with the corpus; readers memory-map the shards and never load the corpus whole.
 """
@@ -76,7 +82,7 @@ def _read_slices(path, offset, starts, lengths, out, out_starts):
 class CorpusWriter:
     """Stream documents into a new corpus folder; `close()` publishes it atomically."""
 
-    def __init__(self, path, vocab, shard_docs=SHARD_DOCS, source=None):
+    def __init__(self, path, vocab, shard_docs=SHARD_DOCS, source=None, keep_order=False):
         self.path = Path(path)
         self.vocab = list(vocab)
         self.shard_docs = shard_docs
@@ -86,15 +92,23 @@ class CorpusWriter:
         self._ids = open(self._dir / "ids.txt", "w", encoding="utf-8")
         self._shards = []
         self._buf_ids, self._buf_counts, self._buf_len = [], [], []
+        self._buf_tokens = []
+        self.keep_order = keep_order
         self.n_docs = self.nnz = self.n_tokens = 0
         self.stats = {}
 
-    def add(self, doc_id, word_ids, counts):
-        """Append one non-empty document (word ids ascending and unique, counts > 0)."""
+    def add(self, doc_id, word_ids, counts, tokens=None):
+        """Append one non-empty document (word ids ascending and unique, counts > 0); `tokens`:
+        its word ids in reading order (-1: a word outside the vocabulary), given if and only if
+        the writer keeps order."""
+        if self.keep_order != (tokens is not None):
+            raise ValueError("a writer that keeps order takes every document's tokens, another none")
         self._ids.write(f"{doc_id}\n")
         self._buf_ids.append(np.asarray(word_ids, dtype=np.int32))
         self._buf_counts.append(np.asarray(counts, dtype=np.int32))
         self._buf_len.append(len(word_ids))
+        if tokens is not None:
+            self._buf_tokens.append(np.asarray(tokens, dtype=np.int32))
         self.n_docs += 1
         self.nnz += len(word_ids)
         self.n_tokens += int(np.sum(counts))
@@ -116,8 +130,15 @@ class CorpusWriter:
         np.save(self._dir / f"{name}.indptr.npy", indptr)
         np.save(self._dir / f"{name}.indices.npy", np.concatenate(self._buf_ids))
         np.save(self._dir / f"{name}.counts.npy", np.concatenate(self._buf_counts))
-        self._shards.append({"name": name, "n_docs": len(self._buf_len), "nnz": int(indptr[-1])})
-        self._buf_ids, self._buf_counts, self._buf_len = [], [], []
+        shard = {"name": name, "n_docs": len(self._buf_len), "nnz": int(indptr[-1])}
+        if self.keep_order:
+            tokptr = np.zeros(len(self._buf_tokens) + 1, dtype=np.int64)
+            np.cumsum([t.size for t in self._buf_tokens], out=tokptr[1:])
+            np.save(self._dir / f"{name}.tokptr.npy", tokptr)
+            np.save(self._dir / f"{name}.tokens.npy", np.concatenate(self._buf_tokens))
+            shard["n_positions"] = int(tokptr[-1])
+        self._shards.append(shard)
+        self._buf_ids, self._buf_counts, self._buf_len, self._buf_tokens = [], [], [], []
 
     def close(self):
         """Write the last shard, vocabulary and manifest, and move the folder into place."""
@@ -128,6 +149,7 @@ class CorpusWriter:
         manifest = {"format": FORMAT, "version": VERSION, "n_docs": self.n_docs,
                     "n_words": len(self.vocab), "nnz": self.nnz, "n_tokens": self.n_tokens,
                     "shards": self._shards, "source": self.source, "stats": self.stats,
+                    "keeps_order": self.keep_order,
                     "created_by": f"topicscale {__version__}"}
         (self._dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
         self._ctx.__exit__(None, None, None)
@@ -180,6 +202,7 @@ class Corpus:
         np.cumsum([s["n_docs"] for s in self.shards], out=self.starts[1:])
         if self.starts[-1] != self.n_docs:
             raise InputError(manifest_path, None, "shard document counts do not add up to n_docs")
+        self.keeps_order = bool(m.get("keeps_order", False))
         self._shards = {}
         self._vocab = None
 
@@ -273,3 +296,26 @@ class Corpus:
         """Stream the corpus in row order as CSR blocks of at most `block_docs` documents."""
         for start in range(0, self.n_docs, block_docs):
             yield self.rows(np.arange(start, min(start + block_docs, self.n_docs)))
+
+    def token_blocks(self):
+        """Stream a --keep-order corpus's documents in reading order, a shard at a time:
+        (tokptr, tokens), tokens[tokptr[d]:tokptr[d + 1]] the word ids (-1: outside the
+        vocabulary) of the shard's document d."""
+        if not self.keeps_order:
+            raise InputError(self.path, None, "keeps no token order; prepare it with --keep-order")
+        for i, info in enumerate(self.shards):
+            base = self.path / info["name"]
+            try:
+                tokptr = np.load(f"{base}.tokptr.npy")
+                tokens = np.load(f"{base}.tokens.npy")
+            except (OSError, ValueError, EOFError) as exc:
+                raise InputError(f"{base}.tok*.npy", None, f"unreadable shard: {exc}") from None
+            n = info.get("n_positions", -1)
+            if (tokptr.dtype != np.int64 or tokens.dtype != np.int32 or tokptr.shape != (info["n_docs"] + 1,)
+                    or tokens.shape != (n,) or tokptr[0] != 0 or tokptr[-1] != n
+                    or np.any(np.diff(tokptr) < 0)):
+                raise InputError(f"{base}.tokptr.npy", None, "token arrays disagree with the manifest")
+            if n and (tokens.min() < -1 or tokens.max() >= self.n_words):
+                raise InputError(f"{base}.tokens.npy", None, f"word id out of range (vocabulary has "
+                                 f"{self.n_words} words)")
+            yield tokptr, tokens

@@ -107,10 +107,12 @@ class LDAModel:
 
     @classmethod
     def from_config(cls, vocab, config, rng):
-        """A new model from fit settings: n_topics (default 100), alpha (default 1/K), eta."""
+        """A new model from fit settings: n_topics (default 100), alpha (default 1/K), eta
+        (default 0.01); a learned ("auto") prior starts from its default."""
         K = config.get("n_topics") or 100
-        alpha = config.get("alpha") or 1.0 / K
-        return cls.initial(vocab, K, alpha, config.get("eta", 0.01), rng)
+        alpha, eta = config.get("alpha"), config.get("eta")
+        return cls.initial(vocab, K, 1.0 / K if alpha in (None, "auto") else alpha,
+                           0.01 if eta in (None, "auto") else eta, rng)
 
     def estep_topics(self, words=None):
         """The topics the local step uses: exp(E[log beta])."""
@@ -125,8 +127,9 @@ class LDAModel:
         return np.arange(self.n_topics)
 
     def describe(self):
-        """Hyperparameters and state for `info`."""
-        return {"topics": self.n_topics, "vocabulary": self.n_words, "alpha": float(self.alpha[0]),
+        """Hyperparameters and state for `info` (alpha whole when its entries differ)."""
+        alpha = self.alpha.tolist() if np.ptp(self.alpha) > 0 else float(self.alpha[0])
+        return {"topics": self.n_topics, "vocabulary": self.n_words, "alpha": alpha,
                 "eta": self.eta, "step": self.step, "docs_seen": self.docs_seen}
 
     def _sums_of_store(self):

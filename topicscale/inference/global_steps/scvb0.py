@@ -19,6 +19,7 @@ iterations"; with a fixed minibatch size the two differ by a constant factor in 
 paper's tau = 1000 was tuned for with minibatches of 100). rho is capped at 1.
 """
 from ..local_steps.base import estep_statistics, step_metrics
+from ..priors import update_priors
 from ..schedule import advance
 from .svi import SVI
 
@@ -65,6 +66,7 @@ class SCVB0:
         """One minibatch: local step, then eqs. 7-8. Returns metrics."""
         stats, result = estep_statistics(self.local, batch, self.model)
         self.update(stats)
+        update_priors(self.model, result, self.last_rho)
         return {"rho": self.last_rho, "corpus_tokens": self.corpus_size(), **step_metrics(result)}
 
     warm_up = SVI.warm_up           # load the kernels before the timed run (train)

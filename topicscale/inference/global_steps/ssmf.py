@@ -61,6 +61,7 @@ counter and lambda are in the model), so checkpoints need nothing from this clas
 import numpy as np
 
 from ..local_steps.base import step_metrics
+from ..priors import update_priors
 from ..schedule import advance, robbins_monro
 from .ssmf_a import SSMFA, log_gamma_variates, ramp
 
@@ -138,6 +139,7 @@ class SSMF(SSMFA):
         rows = np.exp(log_beta - log_beta.max(axis=1, keepdims=True))
         stats, result = self.local_statistics(batch, rows, rng)
         self.update(stats, log_x)
+        update_priors(m, result, self.last_rho)
         V, K = m.n_words, m.n_topics
         return {"rho": self.last_rho, "n_t": self.last_n, "projected": self.last_projected,
                 "projected_share": self.last_projected / (V * K), **step_metrics(result)}

@@ -25,6 +25,7 @@ the same whatever the number of threads.
 import numpy as np
 
 from ..local_steps.base import step_metrics
+from ..priors import update_priors
 from ..schedule import advance, robbins_monro
 from .svi import SVI
 
@@ -89,6 +90,7 @@ class SSMFA:
         _, rows = sample_topic_rows(m.lam, words, rng)
         stats, result = self.local_statistics(batch, rows, rng)
         self.update(stats)
+        update_priors(m, result, self.last_rho)
         return {"rho": self.last_rho, "n_t": self.last_n, **step_metrics(result)}
 
     def local_statistics(self, batch, rows, rng):

@@ -4,6 +4,7 @@ import numpy as np
 
 from ...kernels.topic_matrix import add_rows_summed, affine_step_summed
 from ..local_steps.base import estep_statistics, one_word_batch, step_metrics
+from ..priors import update_priors
 from ..schedule import advance, robbins_monro
 
 
@@ -23,6 +24,7 @@ class SVI:
         Returns metrics."""
         stats, result = estep_statistics(self.local, batch, self.model)
         self.update(stats)
+        update_priors(self.model, result, self.last_rho)
         return {"rho": self.last_rho, **step_metrics(result)}
 
     def warm_up(self):

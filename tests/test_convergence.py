@@ -1,0 +1,90 @@
+"""fit without --passes trains until a pass gains less than convergence.MIN_GAIN, at most
+MAX_PASSES passes, and says why it stopped."""
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from topicscale import convergence
+from topicscale.cli import cli
+from topicscale.evaluate import evaluate_model
+from topicscale.inference.global_steps.svi import SVI
+from topicscale.inference.local_steps.meanfield import MeanField
+from topicscale.models import load_model
+from topicscale.models.lda import LDAModel
+from topicscale.train import RunLimits, RunState, train
+
+
+def run(*args, ok=True):
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def test_fit_without_passes_stops_at_the_first_pass_gaining_too_little(planted, tmp_path):
+    _, corpus, _ = planted
+    out = json.loads(run("fit", corpus.path, "-k", 10, "--batch-size", 300, "-o", tmp_path / "m",
+                         "--json", "-q").stdout)
+    scores = out["pass_scores"]
+    gains = np.diff(scores)
+    assert out["stopped"] == "converged" and out["scored_on"] == "1000 training documents"
+    assert 2 <= len(scores) < convergence.MAX_PASSES
+    assert gains[-1] < convergence.MIN_GAIN and np.all(gains[:-1] >= convergence.MIN_GAIN)
+    assert out["docs"] == len(scores) * corpus.n_docs
+    # the last score is the saved model's on the same sample
+    sample = convergence.training_sample(corpus, 0)
+    assert evaluate_model(load_model(tmp_path / "m"), sample)["per_word_ll"] == scores[-1]
+    events = [json.loads(line) for line in (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()]
+    assert [e["score"] for e in events if e["event"] == "pass_score"] == scores
+    text = run("fit", corpus.path, "-k", 10, "--batch-size", 300, "-o", tmp_path / "m", "--force", "-q").output
+    assert f"converged after {len(scores)} passes" in text and "training documents" in text
+
+
+def test_with_a_heldout_corpus_the_passes_are_scored_on_it(planted, tmp_path):
+    _, corpus, heldout = planted
+    out = json.loads(run("fit", corpus.path, "-k", 10, "--batch-size", 300, "--heldout", heldout.path,
+                         "-o", tmp_path / "m", "--json", "-q").stdout)
+    assert out["scored_on"] == "the held-out corpus"
+    assert out["pass_scores"][-1] == out["heldout"]["per_word_ll"]
+
+
+def test_passes_time_limit_and_max_docs_keep_their_meaning(planted, tmp_path):
+    _, corpus, _ = planted
+    out = json.loads(run("fit", corpus.path, "-k", 10, "--passes", 2, "-o", tmp_path / "a", "--json", "-q").stdout)
+    assert out["docs"] == 2 * corpus.n_docs and out["stopped"] == "passes" and "pass_scores" not in out
+    out = json.loads(run("fit", corpus.path, "-k", 10, "--max-docs", 1000, "-o", tmp_path / "b", "--json",
+                         "-q").stdout)
+    assert out["docs"] == 1000 and out["stopped"] == "max_docs"
+
+
+def test_the_cap_stops_a_run_that_keeps_gaining(planted, tmp_path, monkeypatch):
+    _, corpus, _ = planted
+    monkeypatch.setattr(convergence, "MAX_PASSES", 2)
+    monkeypatch.setattr(convergence, "MIN_GAIN", -1.0)        # every pass counts as a gain
+    result = run("fit", corpus.path, "-k", 10, "-o", tmp_path / "m", "--json", "-q")
+    out = json.loads(result.stdout)
+    assert out["stopped"] == "passes" and len(out["pass_scores"]) == 2
+
+
+def test_a_resumed_run_converges_where_an_uninterrupted_one_does(planted):
+    _, corpus, _ = planted
+    limits = RunLimits(batch_size=300, passes=convergence.MAX_PASSES, min_gain=convergence.MIN_GAIN)
+    score, _ = convergence.pass_scorer(corpus, None, 0)
+
+    def new():
+        model = LDAModel.initial(corpus.vocab, 10, 0.1, 0.01, np.random.default_rng(0))
+        return SVI(model, MeanField(), corpus.n_docs, tau=64.0, kappa=0.7)
+
+    whole = new()
+    summary, finished = train(whole, corpus, limits, 0, progress=False, score_pass=score)
+    parts, state = new(), RunState()
+    polls = iter(range(10 ** 6))
+    stop_after_26 = lambda: next(polls) >= 26                        # as a signal would, mid-pass
+    _, first_done = train(parts, corpus, limits, 0, progress=False, score_pass=score,
+                          stop_requested=stop_after_26, state=state)
+    assert finished and not first_done and 1 <= len(state.pass_scores) < len(summary["pass_scores"])
+    resumed, done = train(parts, corpus, limits, 0, progress=False, score_pass=score, state=state)
+    assert done and resumed["pass_scores"] == summary["pass_scores"]
+    assert np.array_equal(parts.model.lam, whole.model.lam)
