@@ -463,7 +463,8 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="FILE.tsv (id then K proportions) or FILE.npy (ids in FILE.ids.txt).")
+              help="FILE.tsv or FILE.csv (id then K proportions), FILE.npy (ids in FILE.ids.txt) or "
+                   "FILE.parquet (pip install topicscale[parquet]): the extension picks the format.")
 @click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "uci", "ldac", "mm"]),
               help="Format of raw INPUTS (a prepared corpus folder needs none).")
 @click.option("--threads", type=int, help="Threads [default: all cores].")
@@ -472,6 +473,12 @@ def infer(model, inputs, output, fmt, threads, quiet):
     """Topic proportions E[theta] of new documents: a prepared corpus, or raw INPUTS encoded with
     the model's vocabulary (unknown words dropped, empty documents skipped)."""
     from .infer import infer_proportions
+    from .tables import require_pyarrow, table_format
+    try:
+        if table_format(output) == ".parquet":
+            require_pyarrow()
+    except TopicscaleError as exc:
+        raise click.BadParameter(str(exc), param_hint="-o") from None
     _set_threads(threads)
     summary = infer_proportions(model, inputs, output, fmt=fmt, progress=_show_progress(quiet))
     click.echo(f"wrote {output}: {summary['documents']} documents x {summary['topics']} topics", err=True)
@@ -480,29 +487,51 @@ def infer(model, inputs, output, fmt, threads, quiet):
 # ------------------------------------------------------------------------------------- export
 @cli.command()
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="OUT.npy: the K x V row-stochastic E[beta]; OUT.vocab.txt and OUT.weights.tsv beside it.")
-def export(model, output):
-    """Write the topics as a K x V matrix (rows sum to one, in the order `topics --all` lists
-    them), the vocabulary in column order, and each row's topic number and corpus weight."""
-    import numpy as np
-    from .atomic import atomic_file
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="npy: OUT.npy (OUT.vocab.txt and OUT.weights.tsv beside it); gensim: a folder; "
+                   "pyldavis: OUT.json.")
+@click.option("--format", "fmt", type=click.Choice(["npy", "gensim", "pyldavis"]), default="npy",
+              show_default=True,
+              help="npy: the K x V row-stochastic E[beta]. gensim: DIR/model by gensim's LdaModel.save "
+                   "(pip install topicscale[gensim]). pyldavis: the JSON pyLDAvis.save_json writes, "
+                   "from the topics and one pass over --corpus.")
+@click.option("--corpus", type=click.Path(exists=True, file_okay=False),
+              help="pyldavis: a prepared corpus (the model's vocabulary) whose documents size the topics.")
+@click.option("--threads", type=int, help="pyldavis: threads of the documents' local step [default: all cores].")
+@click.option("--json", "as_json", is_flag=True, help="Print {format, output, topics, vocabulary, files, "
+              "not_carried} (gensim also alpha, eta) as JSON.")
+def export(model, output, fmt, corpus, threads, as_json):
+    """Write the topics for other tools. npy: a K x V matrix (rows sum to one, in the order
+    `topics --all` lists them), the vocabulary in column order, and each row's topic number and
+    corpus weight. gensim and pyldavis carry the topics `topics` lists by default (HDP: those
+    carrying 99% of the weight) in that order; what a format cannot hold (CTM: the topic
+    correlations) is said on stderr."""
     from .models import load_model
-    if not output.endswith(".npy"):
-        raise click.BadParameter("the output must end in .npy", param_hint="-o")
+    suffix = {"npy": ".npy", "pyldavis": ".json"}.get(fmt)
+    if suffix and not output.endswith(suffix):
+        raise click.BadParameter(f"--format {fmt}: the output must end in {suffix}", param_hint="-o")
+    if (corpus is None) == (fmt == "pyldavis"):
+        raise click.UsageError("--format pyldavis needs --corpus" if corpus is None
+                               else "--corpus goes with --format pyldavis only")
+    if threads is not None and fmt != "pyldavis":
+        raise click.UsageError("--threads goes with --format pyldavis only")
     m = load_model(model)
-    order = np.asarray(m.display_order(True), dtype=np.int64)
-    weights = m.topic_weights()
-    base = output[:-4]
-    with atomic_file(output) as fh:
-        np.save(fh, np.ascontiguousarray(m.expected_beta()[:, order].T))
-    with atomic_file(base + ".vocab.txt", "w") as fh:
-        fh.writelines(f"{w}\n" for w in m.vocab)
-    with atomic_file(base + ".weights.tsv", "w") as fh:
-        fh.write("topic\tweight\n")
-        fh.writelines(f"{k}\t{weights[k]:.6g}\n" for k in order)
-    click.echo(f"wrote {output} ({len(order)} x {m.n_words}), {base}.vocab.txt and {base}.weights.tsv",
-               err=True)
+    if fmt == "npy":
+        from .exports.npy import write_npy
+        summary = write_npy(m, output)
+    elif fmt == "gensim":
+        from .exports.gensim_lda import write_gensim
+        summary = write_gensim(m, output)
+    else:
+        from .corpus.shards import Corpus
+        from .exports.ldavis import write_json
+        _set_threads(threads)
+        summary = write_json(m, Corpus(corpus), output)
+    for what in summary["not_carried"]:
+        click.echo(f"not carried: {what}", err=True)
+    if as_json:
+        click.echo(json.dumps(summary))
+    click.echo(f"wrote {', '.join(summary['files'])} ({summary['topics']} x {summary['vocabulary']})", err=True)
 
 
 from .classify.cli import classify  # noqa: E402  (Bayesian logistic regression on topics)

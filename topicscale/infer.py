@@ -1,46 +1,42 @@
-"""`topicscale infer`: topic proportions E[theta] of new documents, streamed to TSV or .npy."""
+"""`topicscale infer`: topic proportions E[theta] of new documents, streamed to a table (tables.py)."""
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 from . import registry
-from .atomic import atomic_file
 from .corpus.shards import Corpus
 from .models import load_model
+from .tables import table_format, table_writer
 
 
 def infer_proportions(model_path, inputs, output, fmt=None, progress=False):
-    """`topicscale infer`: E[theta] = gamma / sum(gamma) for each document, ids first."""
+    """`topicscale infer`: E[theta] = gamma / sum(gamma) for each document, ids first; the table's
+    format by the extension of `output` (.tsv, .csv, .npy, .parquet)."""
+    table_format(output)
     model = load_model(model_path)
-    local = registry.local_step_for(model)
     if len(inputs) == 1 and (Path(inputs[0]) / "manifest.json").is_file():
-        return _infer_corpus(model, local, Corpus(inputs[0]), output)
+        return _infer_corpus(model, Corpus(inputs[0]), output)
     from .corpus.prepare import prepare
     with tempfile.TemporaryDirectory(prefix="topicscale-infer-") as tmp:
         prepare(inputs, Path(tmp) / "corpus", fmt=fmt, vocab=model_path, progress=progress)
-        return _infer_corpus(model, local, Corpus(Path(tmp) / "corpus"), output)
+        return _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output)
 
 
-def _infer_corpus(model, local, corpus, output):
-    """Stream E[theta] block by block into the output (memory holds one block)."""
+def proportion_blocks(model, corpus):
+    """(block, E[theta] of its documents) for each CSR block of `corpus`, in row order, by the
+    model's own local step (the one it was trained with) and prior; memory holds one block."""
     from .evaluate import check_vocabulary
     check_vocabulary(model.vocab, corpus)
+    local = registry.local_step_for(model)
     topics, prior = registry.local_topics(local, model), model.local_prior()
-    thetas = (local.fit(b.indptr, b.indices, b.counts, topics, prior).theta for b in corpus.blocks())
-    ids = corpus.iter_ids()
+    for b in corpus.blocks():
+        yield b, local.fit(b.indptr, b.indices, b.counts, topics, prior).theta
+
+
+def _infer_corpus(model, corpus, output):
+    """Stream E[theta] block by block into the output (memory holds one block)."""
     K = model.n_topics
-    if output.endswith(".npy"):
-        with atomic_file(output) as fh, atomic_file(output[:-4] + ".ids.txt", "w") as id_fh:
-            np.lib.format.write_array_header_2_0(
-                fh, {"descr": "<f8", "fortran_order": False, "shape": (corpus.n_docs, K)})
-            for theta in thetas:
-                fh.write(np.ascontiguousarray(theta, dtype="<f8").tobytes())
-                id_fh.writelines(f"{next(ids)}\n" for _ in range(theta.shape[0]))
-    else:
-        with atomic_file(output, "w") as fh:
-            fh.write("id\t" + "\t".join(f"topic_{k}" for k in range(K)) + "\n")
-            for theta in thetas:
-                for row in theta:
-                    fh.write(next(ids) + "\t" + "\t".join(f"{x:.6g}" for x in row) + "\n")
+    ids = corpus.iter_ids()
+    with table_writer(output, [f"topic_{k}" for k in range(K)], corpus.n_docs) as write:
+        for block, theta in proportion_blocks(model, corpus):
+            write([next(ids) for _ in range(block.n_docs)], theta)
     return {"documents": corpus.n_docs, "topics": K}

@@ -1,0 +1,28 @@
+"""`topicscale export`: a model's topics in the formats other tools read.
+
+    npy.py       K x V row-stochastic E[beta] (.npy), its vocabulary and topic weights (no extra)
+    gensim_lda.py  a gensim LdaModel saved by LdaModel.save (pip install topicscale[gensim])
+    ldavis.py    pyLDAvis's prepared data: the JSON pyLDAvis.save_json writes (numpy only) and a
+                 pyLDAvis PreparedData (pip install topicscale[pyldavis])
+
+The optional packages are imported only by the export that needs them (`require`).
+"""
+import importlib
+
+from ..errors import TopicscaleError
+
+
+def require(module, extra, what):
+    """Import `module`, or raise a TopicscaleError naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise TopicscaleError(f"{what} needs {module.split('.')[0]}: "
+                              f"pip install 'topicscale[{extra}]'") from None
+
+
+def exported_topics(model):
+    """The topics an export to another tool carries, in `topics` order: those `topics` lists by
+    default (HDP: the heaviest topics carrying 99% of the weight; LDA and CTM: all)."""
+    import numpy as np
+    return np.asarray(model.display_order(False), dtype=np.int64)

@@ -1,0 +1,157 @@
+"""pyLDAvis's prepared data for a model and a corpus: the JSON `pyLDAvis.save_json` writes, computed
+here with numpy (no pyLDAvis needed), and a pyLDAvis PreparedData for `display` / `save_html`
+(pip install topicscale[pyldavis]).
+
+LDAvis (Sievert & Shirley 2014) from the topics phi (K x V, rows sum to one) and the expected tokens of
+each topic n_k = sum_d N_d theta_dk (N_d the length of document d, theta_d its topic proportions), as
+pyLDAvis.prepare defines them (R = 30 terms, lambda on the grid 0, 0.01, ..., 1):
+
+    topics in decreasing n_k; their proportions p_k = n_k / sum n; term-topic counts c_kw = n_k phi_kw
+    and term counts c_w = sum_k c_kw (pyLDAvis recomputes them so; the corpus's own counts are not used)
+    mdsDat   x, y: the intertopic map of phi (topic_map.py; pyLDAvis's may differ by the sign of an axis),
+             topics 1..K, cluster 1, Freq 100 p_k
+    tinfo    Default: the R terms of highest saliency c_w / sum c * sum_k P(k|w) log(P(k|w) / p_k), with
+             P(k|w) = phi_kw / sum_l phi_lw; Freq = Total = floor(c_w), logprob = loglift = R..1.
+             Topic j: the terms among the R most relevant for some lambda, relevance =
+             lambda log phi_kw + (1 - lambda) log(phi_kw / (c_w / sum c)), in order of first appearance
+             (lambda ascending, relevance descending, ties by term number); Freq c_kw, Total c_w,
+             logprob, loglift rounded to 4 decimals
+    token.table  for every term in tinfo and topic with c_kw >= 0.5: Freq round(c_kw) / c_w, sorted by
+             term then topic
+    topic.order  the original number (1-based) of each topic in the order shown
+
+Topics are those `topics` lists by default (exports.exported_topics; for HDP the theta of each document
+is renormalised over them), numbered by their position in that list. The corpus is read once, block
+by block; the documents' proportions come from the model's own local step, as `topicscale infer`.
+"""
+import json
+
+import numpy as np
+
+from ..atomic import atomic_file
+from ..topic_map import intertopic_coordinates
+from . import exported_topics, require
+
+R_TERMS = 30
+LAMBDA_STEP = 0.01
+PLOT_OPTS = {"xlab": "PC1", "ylab": "PC2"}
+
+
+def corpus_topic_tokens(model, corpus, topics):
+    """n_k = sum_d N_d theta_dk over the corpus for the exported `topics`, theta renormalised over
+    them; one streamed pass (infer.proportion_blocks)."""
+    from ..infer import proportion_blocks
+    out = np.zeros(len(topics))
+    for block, theta in proportion_blocks(model, corpus):
+        kept = theta[:, topics]
+        kept = kept / kept.sum(axis=1, keepdims=True)
+        rows = np.repeat(np.arange(block.n_docs), np.diff(block.indptr))
+        lengths = np.bincount(rows, weights=block.counts, minlength=block.n_docs)     # N_d
+        out += lengths @ kept
+    return out
+
+
+def _largest(values, n):
+    """Indices of the n largest values, largest first, ties by index (pandas' nlargest)."""
+    if n >= values.shape[0]:
+        cand = np.arange(values.shape[0])
+    else:
+        threshold = np.partition(values, values.shape[0] - n)[values.shape[0] - n]
+        cand = np.flatnonzero(values >= threshold)
+    return cand[np.lexsort((cand, -values[cand]))][:n]
+
+
+def prepared_dict(topic_word, topic_tokens, vocab, R=R_TERMS, lambda_step=LAMBDA_STEP):
+    """The dictionary pyLDAvis's PreparedData.to_dict() gives for topics phi (K x V) whose
+    documents hold n_k = topic_tokens[k] tokens (see the module docstring)."""
+    phi_all = np.asarray(topic_word, dtype=np.float64)
+    n_all = np.asarray(topic_tokens, dtype=np.float64)
+    K, V = phi_all.shape
+    vocab = list(vocab)
+    R = min(R, V)
+    proportion_all = n_all / n_all.sum()
+    order = np.argsort(-proportion_all, kind="stable")
+    phi, n, proportion = phi_all[order], n_all[order], proportion_all[order]
+    term_topic = phi * n[:, None]                               # c_kw
+    term_count = term_topic.sum(axis=0)                         # c_w
+    term_share = term_count / term_count.sum()
+
+    given_term = phi / phi.sum(axis=0)                          # P(k | w)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kernel = given_term * np.log(given_term / proportion[:, None])
+    saliency = term_share * np.nansum(kernel, axis=0)
+    default = np.argsort(-saliency, kind="stable")[:R]
+    tinfo = {"Term": [vocab[w] for w in default], "Freq": np.floor(term_count[default]).tolist(),
+             "Total": np.floor(term_count[default]).tolist(), "Category": ["Default"] * R,
+             "logprob": [float(r) for r in range(R, 0, -1)], "loglift": [float(r) for r in range(R, 0, -1)]}
+
+    with np.errstate(divide="ignore"):
+        log_phi = np.log(phi)
+        log_lift = np.log(phi / term_share)
+    lambdas = np.arange(0, 1 + lambda_step, lambda_step)
+    shown = [set(default.tolist())]
+    for k in range(K):
+        seen, terms = set(), []
+        for lam in lambdas:
+            relevance = lam * log_phi[k] + (1 - lam) * log_lift[k]
+            for w in _largest(relevance, R).tolist():
+                if w not in seen:
+                    seen.add(w)
+                    terms.append(w)
+        terms = np.array(terms, dtype=np.int64)
+        shown.append(seen)
+        tinfo["Term"] += [vocab[w] for w in terms]
+        tinfo["Freq"] += term_topic[k, terms].tolist()
+        tinfo["Total"] += term_count[terms].tolist()
+        tinfo["Category"] += [f"Topic{k + 1}"] * len(terms)
+        tinfo["logprob"] += np.round(log_phi[k, terms], 4).tolist()
+        tinfo["loglift"] += np.round(log_lift[k, terms], 4).tolist()
+
+    table_terms = np.array(sorted(set().union(*shown)), dtype=np.int64)
+    rows = [(vocab[w], k + 1, np.round(term_topic[k, w]) / term_count[w])
+            for w in table_terms.tolist() for k in range(K) if term_topic[k, w] >= 0.5]
+    rows.sort(key=lambda r: (r[0], r[1]))
+    xy = intertopic_coordinates(phi)
+    return {"mdsDat": {"x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(), "topics": list(range(1, K + 1)),
+                       "cluster": [1] * K, "Freq": (proportion * 100).tolist()},
+            "tinfo": tinfo,
+            "token.table": {"Topic": [r[1] for r in rows], "Freq": [float(r[2]) for r in rows],
+                            "Term": [r[0] for r in rows]},
+            "R": R, "lambda.step": lambda_step, "plot.opts": dict(PLOT_OPTS),
+            "topic.order": [int(k) + 1 for k in order]}
+
+
+def model_prepared_dict(model, corpus, R=R_TERMS, lambda_step=LAMBDA_STEP):
+    """prepared_dict of a topicscale model and a prepared corpus (one pass over it)."""
+    topics = exported_topics(model)
+    phi = np.ascontiguousarray(model.expected_beta()[:, topics].T)
+    return prepared_dict(phi, corpus_topic_tokens(model, corpus, topics), model.vocab, R, lambda_step)
+
+
+def write_json(model, corpus, output):
+    """OUT.json as pyLDAvis.save_json writes it; returns the summary `export --json` prints."""
+    data = model_prepared_dict(model, corpus)
+    with atomic_file(output, "w") as fh:
+        json.dump(data, fh)
+    return {"format": "pyldavis", "output": output, "topics": len(data["topic.order"]),
+            "vocabulary": model.n_words, "corpus": str(corpus.path), "files": [output], "not_carried": []}
+
+
+def pyldavis_data(model, corpus, R=R_TERMS, lambda_step=LAMBDA_STEP):
+    """A pyLDAvis PreparedData of `model` (a model or its folder) on `corpus` (a Corpus or a prepared
+    corpus folder), for pyLDAvis.display / save_html; needs pip install topicscale[pyldavis]."""
+    pyldavis = require("pyLDAvis", "pyldavis", "pyldavis_data")
+    pd = require("pandas", "pyldavis", "pyldavis_data")
+    from ..corpus.shards import Corpus
+    from ..models import load_model
+    if not hasattr(model, "expected_beta"):
+        model = load_model(model)
+    if not isinstance(corpus, Corpus):
+        corpus = Corpus(corpus)
+    d = model_prepared_dict(model, corpus, R, lambda_step)
+    index = {w: i for i, w in enumerate(model.vocab)}
+    tinfo = pd.DataFrame(d["tinfo"], index=[index[w] for w in d["tinfo"]["Term"]])
+    tokens = pd.DataFrame(d["token.table"], index=pd.Index([index[w] for w in d["token.table"]["Term"]],
+                                                           name="term"))
+    return pyldavis.PreparedData(pd.DataFrame(d["mdsDat"]), tinfo, tokens, d["R"], d["lambda.step"],
+                                 d["plot.opts"], d["topic.order"])
