@@ -273,6 +273,12 @@ def test_fit_report_writes_the_same_page_at_the_end(corpora, tmp_path):
     assert json.loads(r.output)["report"] == str(page.resolve())
     run("report", out, "-o", tmp_path / "again.html")
     assert page.read_bytes() == (tmp_path / "again.html").read_bytes()
+    # one evaluation (no --eval-every): its score, and no curve drawn through one point
+    data = report.gather(out)
+    assert len(data.curve) == 1 and "one held-out evaluation" in data.curve_note
+    text = page.read_text()
+    assert "held-out per-word log likelihood against" not in text and "one held-out evaluation" in text
+    assert f"<b>{data.final_eval['per_word_ll']:.4f}</b>" in text
     # the report changes nothing in the model, nor in its settings
     run("fit", train, "-k", "4", *FIT, "--heldout", heldout, "-o", tmp_path / "plain")
     assert (out / "model.npz").read_bytes() == (tmp_path / "plain" / "model.npz").read_bytes()
@@ -326,3 +332,11 @@ def test_nothing_else_imports_matplotlib(lda):
             "cli.main(args=['report', '--help'], standalone_mode=False); "
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
     subprocess.run([sys.executable, "-c", code, str(lda)], env=ENV, check=True, capture_output=True)
+
+
+def test_the_readme_shows_a_committed_small_screenshot():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "![A report of the demo model](docs/report-sotu.png)" in readme
+    png = ROOT / "docs" / "report-sotu.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size < 300_000
+    assert (ROOT / "docs" / "report.md").is_file() and "docs/report.md" in readme

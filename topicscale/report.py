@@ -46,7 +46,7 @@ def heldout_curve(model_path):
     """(points, note): the held-out evaluations in MODEL/metrics.jsonl as {docs, seconds,
     per_word_ll}, in order. A folder trained again with `--init` holds several runs; their
     documents and training seconds are counted on from the runs before (each run's summary line
-    closes it). note says why there are no points."""
+    closes it). note says why there is no curve (no evaluation, or only one)."""
     path = Path(model_path) / "metrics.jsonl"
     if not path.is_file():
         return [], f"There is no held-out curve: {path} does not exist."
@@ -68,6 +68,9 @@ def heldout_curve(model_path):
         return [], ("There is no held-out curve: the model was fitted without --heldout, so "
                     f"{path.name} holds no held-out evaluation (`topicscale fit CORPUS --heldout "
                     "HELDOUT --eval-every N` records one every N minibatches).")
+    if len(points) == 1:
+        return points, ("There is no held-out curve: one held-out evaluation, at the end of training "
+                        "(`--eval-every N` records one every N minibatches).")
     return points, ""
 
 
@@ -125,7 +128,7 @@ def describe(model_path, model):
              ("documents seen", model.docs_seen), ("global steps", model.step)]
     facts += [(name, s[key]) for name, key in (("algorithm", "algorithm"), ("local step", "local"),
                                                ("training corpus", "corpus"), ("seed", "seed")) if key in s]
-    facts.append(("diversity (distinct share of the top 25 words)", f"{model_diversity(model):.3f}"))
+    facts.append(("diversity (top 25 words)", f"{model_diversity(model):.3f}"))
     return facts
 
 

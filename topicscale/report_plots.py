@@ -13,7 +13,7 @@ import numpy as np
 from .errors import TopicscaleError
 
 INSTALL = "pip install topicscale[report]"
-STYLE = {"svg.hashsalt": "topicscale-report", "svg.fonttype": "path", "font.size": 9,
+STYLE = {"svg.hashsalt": "topicscale-report", "svg.fonttype": "none", "font.size": 9,
          "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3}
 COLOUR = "#3b6ea8"
 ACCENT = "#d1495b"
@@ -80,7 +80,7 @@ def map_figure(topics, coordinates):
     fig = _figure(6.0, 5.0)
     ax = fig.subplots()
     weights = np.array([t["weight"] for t in topics])
-    area = 2400 * weights / max(weights.max(), 1e-12) + 30
+    area = 1400 * weights / max(weights.max(), 1e-12) + 20
     ax.scatter(coordinates[:, 0], coordinates[:, 1], s=area, c=weights, cmap="viridis", alpha=0.55,
                edgecolors="#333333", linewidths=0.6)
     for t, (x, y) in zip(topics, coordinates):
@@ -98,15 +98,13 @@ def correlation_figure(pairs, words):
     nodes = sorted({k for i, j, _ in pairs for k in (i, j)})
     angle = {k: 2 * np.pi * a / len(nodes) for a, k in enumerate(nodes)}
     pos = {k: (np.cos(a), np.sin(a)) for k, a in angle.items()}
-    fig = _figure(7.0, 6.0)
+    fig = _figure(6.0, 4.4)
     ax = fig.subplots()
     strongest = max(r for _, _, r in pairs)
     for i, j, r in reversed(pairs):                   # the strongest drawn last, on top
         (x0, y0), (x1, y1) = pos[i], pos[j]
         ax.plot([x0, x1], [y0, y1], color=ACCENT, alpha=0.25 + 0.75 * r / strongest,
                 linewidth=0.8 + 5 * r / strongest, solid_capstyle="round", zorder=1)
-        ax.annotate(f"{r:.2f}", ((x0 + x1) / 2, (y0 + y1) / 2), fontsize=7, ha="center", va="center",
-                    color="#7a1f2b", zorder=3)
     for k in nodes:
         x, y = pos[k]
         ax.scatter([x], [y], s=90, color=COLOUR, zorder=2, edgecolors="white")
@@ -147,7 +145,7 @@ def figures(data):
     import matplotlib
     out = {}
     with matplotlib.rc_context(STYLE):
-        if data.curve:
+        if len(data.curve) >= 2:
             out["curve"] = _svg_uri(curve_figure(data.curve))
         out["sizes"] = _svg_uri(sizes_figure(data.topics))
         if data.coordinates is not None:
