@@ -21,7 +21,8 @@ CHANGED = {"n_topics": "3", "alpha": "0.3", "eta": "0.2", "omega": "5", "doc_tru
            "estep_beta": "exp-elog", "batch_size": "30", "passes": "2", "max_docs": "20", "time_limit": "1e-6",
            "seed": "7"}
 # options that must not change the model; each has its own test below
-RUN_ONLY = {"threads", "heldout", "eval_every", "checkpoint_every", "checkpoint_seconds", "init_model"}
+RUN_ONLY = {"threads", "heldout", "eval_every", "checkpoint_every", "checkpoint_seconds", "init_model",
+            "report"}                               # --report: tests/test_report.py
 
 
 def run(*args):

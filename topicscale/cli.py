@@ -88,6 +88,7 @@ def cli():
       topicscale topics model
       topicscale eval model corpus-heldout
       topicscale eval model --coherence c_npmi,c_v              # in the training corpus
+      topicscale report model -o report.html                    # a page to look at it
     """
 
 
@@ -237,7 +238,7 @@ def _declared_options(command):
 @_declared_options
 @click.option("--resume", type=click.Path(exists=True, file_okay=False),
               help="Continue the interrupted run in this model folder (needs no CORPUS; its settings "
-                   "come from the checkpoint; only --threads may be given).")
+                   "come from the checkpoint; only --threads and --report may be given).")
 @click.option("--force", is_flag=True, help="Replace an existing model or unfinished run in OUTPUT.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
@@ -262,13 +263,17 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
         if corpus or output:
             raise click.UsageError("--resume takes the model folder only (no CORPUS, no -o)")
         options.check_resume(dict(config, force=force or None))
-        config = {"output": resume, "threads": _set_threads(config["threads"])}
+        config = {"output": resume, "threads": _set_threads(config["threads"]),
+                  "report": config["report"] and str(Path(config["report"]).resolve())}
     else:
         if not corpus or not output:
             raise click.UsageError("CORPUS and -o OUTPUT are required (or --resume MODEL)")
-        paths = {k: config[k] and str(Path(config[k]).resolve()) for k in ("heldout", "init_model")}
+        paths = {k: config[k] and str(Path(config[k]).resolve()) for k in ("heldout", "init_model", "report")}
         config = dict(config, **paths, corpus=str(Path(corpus).resolve()), output=output, force=force)
         config["threads"] = _set_threads(config["threads"])
+    if config["report"]:                        # refused now rather than after the training
+        from .report import check_output
+        check_output(config["report"])
     say = lambda msg: click.echo(msg, err=True)
     summary, signum = run_fit(config, resume=bool(resume), progress=_show_progress(quiet), say=say)
     out = resume or output
@@ -284,6 +289,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
                      f"(perplexity {h['perplexity']:.1f}, {h['documents']} documents)")
+    if summary.get("report"):
+        lines.append(f"wrote the report {summary['report']}")
     _emit(as_json, summary, lines)
     if signum:
         ctx.exit(128 + signum)
@@ -532,6 +539,28 @@ def export(model, output, fmt, corpus, threads, as_json):
     if as_json:
         click.echo(json.dumps(summary))
     click.echo(f"wrote {', '.join(summary['files'])} ({summary['topics']} x {summary['vocabulary']})", err=True)
+
+
+# ------------------------------------------------------------------------------------- report
+@cli.command()
+@click.argument("model", type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="FILE.html to write: one page, plots inline, nothing fetched when it is viewed.")
+@click.option("--heldout", type=click.Path(exists=True, file_okay=False),
+              help="Also score this held-out corpus (eval's default protocol).")
+@click.option("-n", "--words", "n_words", type=click.IntRange(2), default=10, show_default=True,
+              help="Top words per topic (and scored for coherence).")
+@click.option("--threads", type=int, help="Threads [default: all cores].")
+def report(model, output, heldout, n_words, threads):
+    """Write an HTML page to look at MODEL: the held-out score against training time and
+    documents seen (from metrics.jsonl, written by `fit --heldout`), topic sizes, each topic's
+    top words with its coherence (saved by `eval --coherence`, else NPMI in the training
+    corpus), an intertopic distance map, and the topic correlations of a CTM or the effective
+    topics of an HDP. Needs matplotlib: pip install topicscale[report]."""
+    from .report import write_report
+    _set_threads(threads)
+    write_report(model, output, heldout=heldout, top_n=n_words)
+    click.echo(f"wrote {output}", err=True)
 
 
 from .classify.cli import classify  # noqa: E402  (Bayesian logistic regression on topics)

@@ -97,10 +97,13 @@ RUN_OPTIONS = (
     Option("init_model", ("--init", "init_model"), click.Path(exists=True, file_okay=False),
            "Continue training this model (same vocabulary; its priors and K are kept, its step "
            "counter carried on)."),
+    Option("report", ("--report",), click.Path(dir_okay=False),
+           "Write the model's HTML report (`topicscale report`) to this file at the end of the run "
+           "(needs topicscale[report])."),
 )
 BY_NAME = {o.name: o for o in PART_OPTIONS + RUN_OPTIONS}
 # options a run may change on --resume (the rest come from the checkpoint)
-RESUME_OPTIONS = ("threads",)
+RESUME_OPTIONS = ("threads", "report")
 
 
 def flag(name):

@@ -25,7 +25,7 @@ from .train import RunLimits, RunState, planned_docs, train
 CHECKPOINT_FILE = "checkpoint.npz"
 # fit settings that describe one run rather than the model (not saved in the model's settings)
 RUN_ONLY = {"output", "threads", "force", "init_model", "heldout", "eval_every", "checkpoint_every",
-            "checkpoint_seconds", "passes", "max_docs", "time_limit", "n_topics", "alpha", "eta"}
+            "checkpoint_seconds", "passes", "max_docs", "time_limit", "n_topics", "alpha", "eta", "report"}
 RUN_LOG = ".run.jsonl"
 # model settings that say a prior is learned (--alpha auto, --eta auto: inference/priors.py)
 LEARNED = ("alpha_auto", "eta_auto")
@@ -154,6 +154,7 @@ def run_fit(config, resume=False, progress=False, say=print):
         if resume:
             model, saved, state, algo_state, log_bytes = _load_checkpoint(output)
             saved["threads"] = config["threads"]
+            saved["report"] = config.get("report") or saved.get("report")
             config = saved
             say(f"resuming {output} at epoch {state.epoch}, minibatch {state.batch} "
                 f"(step {model.step}, {state.docs} documents done)")
@@ -216,6 +217,14 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         model.save(output)
         _finish_metrics(output, append=bool(config["init_model"])
                         and Path(config["init_model"]).resolve() == output.resolve())
+        if config.get("report"):                # fit --report: the finished model's page
+            from .report import write_report
+            try:
+                write_report(output, config["report"])
+            except (TopicscaleError, OSError) as exc:
+                raise TopicscaleError(f"wrote the model {output}, but not its report "
+                                      f"({exc}); `topicscale report {output} -o FILE` writes it") from None
+            summary["report"] = config["report"]
         return summary, None
     finally:
         log.close()
