@@ -22,12 +22,19 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False):
         return _infer_corpus(model, local, Corpus(Path(tmp) / "corpus"), output)
 
 
+def proportions(model, local, blocks):
+    """E[theta] (D x K) of each CSR block (Rows, the shards' dtypes) in turn: `local` on the
+    topics it runs on for `model`, with the model's document prior."""
+    topics, prior = registry.local_topics(local, model), model.local_prior()
+    for b in blocks:
+        yield local.fit(b.indptr, b.indices, b.counts, topics, prior).theta
+
+
 def _infer_corpus(model, local, corpus, output):
     """Stream E[theta] block by block into the output (memory holds one block)."""
     from .evaluate import check_vocabulary
     check_vocabulary(model.vocab, corpus)
-    topics, prior = registry.local_topics(local, model), model.local_prior()
-    thetas = (local.fit(b.indptr, b.indices, b.counts, topics, prior).theta for b in corpus.blocks())
+    thetas = proportions(model, local, corpus.blocks())
     ids = corpus.iter_ids()
     K = model.n_topics
     if output.endswith(".npy"):
