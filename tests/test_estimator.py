@@ -69,6 +69,15 @@ def lambda_of(model_folder):
 VOCAB = [f"word{i}" for i in range(60)]
 
 
+@pytest.fixture(autouse=True)
+def temporary_folders_in_memory(monkeypatch):
+    """The estimators' temporary corpora and model folders on a tmpfs where there is one: a fit
+    fsyncs them as `topicscale fit` does, which on a busy disk took most of the tests' time."""
+    import tempfile
+    if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK):
+        monkeypatch.setattr(tempfile, "tempdir", "/dev/shm")
+
+
 # ------------------------------------------------------------------ import and parameters
 def test_import_topicscale_loads_no_estimator_until_asked():
     code = ("import sys, topicscale; from topicscale.cli import cli; "
@@ -209,6 +218,8 @@ def test_fit_corpus_load_and_save_share_model_folders_with_the_command_line(tmp_
     saved = [json.loads(line) for line in (tmp_path / "py" / "metrics.jsonl").read_text().splitlines()]
     cli_saved = (tmp_path / "cli" / "metrics.jsonl").read_text().splitlines()
     assert len(saved) == len(cli_saved) and saved[-1]["event"] == "summary" and saved[-1]["docs"] == 120
+    info = json.loads(run("info", tmp_path / "py", "--json"))
+    assert info["model"] == "lda" and info["topics"] == 3 and info["local"] == "meanfield"
     topics = json.loads(run("topics", tmp_path / "py", "--json", "-n", "3"))
     assert len(topics) == 3 and all(w.startswith("w") for t in topics for w in t["words"])
     again = pickle.loads(pickle.dumps(est))
@@ -305,9 +316,10 @@ def test_any_dtype_format_or_memory_of_x_runs_the_kernels_compiled_for_the_shard
     big_index = sp.csr_matrix(X)
     big_index.indices, big_index.indptr = big_index.indices.astype(np.int64), big_index.indptr.astype(np.int64)
     variants.append(big_index)
-    for V in variants:
-        assert np.array_equal(LDA(n_components=3, seed=4).fit(V).components_, reference.components_)
+    for i, V in enumerate(variants):
         assert np.array_equal(reference.transform(V), theta) and reference.score(V) == score
+        if i % 4 == 0:                              # fit converts X as transform and score do
+            assert np.array_equal(LDA(n_components=3, seed=4).fit(V).components_, reference.components_)
     boolean = LDA(n_components=3, seed=4).fit(X > 0)
     assert np.allclose(boolean.transform(X > 0).sum(axis=1), 1.0) and np.isfinite(boolean.score(X > 0))
     unpickled = create_memmap_backed_data(reference)          # a read-only memory-mapped model
@@ -316,20 +328,16 @@ def test_any_dtype_format_or_memory_of_x_runs_the_kernels_compiled_for_the_shard
 
 
 # ------------------------------------------------------------------ scikit-learn
-# check_estimator fits about 70 tiny models: one numba thread (it does not change a model) and,
-# where the machine has one, temporary folders in memory (a fit fsyncs its corpus and model
-# folder, as `topicscale fit` does) keep that to seconds. HDP and CTM with fewer topics than
-# their defaults: CTM's document step with K = 100 alone takes 40 s.
+# check_estimator fits about 70 tiny models: one numba thread (it does not change a model) and
+# temporary folders in memory (see the fixture above) keep that to seconds. HDP and CTM with
+# fewer topics than their defaults: CTM's document step with K = 100 alone takes 40 s.
 CHECKED = {"lda": {}, "hdp": {"n_components": 10}, "ctm": {"n_components": 5}}
 
 
 @needs_sklearn
 @pytest.mark.parametrize("kind", list(CHECKED))
-def test_scikit_learns_estimator_checks_pass(kind, capsys, monkeypatch):
-    import tempfile
+def test_scikit_learns_estimator_checks_pass(kind, capsys):
     from sklearn.utils.estimator_checks import check_estimator
-    if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK):
-        monkeypatch.setattr(tempfile, "tempdir", "/dev/shm")
     estimator = ESTIMATORS[kind](threads=1, **CHECKED[kind])
     t0 = time.perf_counter()
     check_estimator(estimator)              # raises on any failed check; none is expected to fail
@@ -341,12 +349,21 @@ def test_scikit_learns_estimator_checks_pass(kind, capsys, monkeypatch):
 def test_the_array_api_check_check_estimator_skips_passes_where_it_can_run():
     """check_estimator skips check_array_api_input unless SCIPY_ARRAY_API=1 was set before scipy
     was imported: run it in a process of its own."""
-    code = ("from sklearn.utils.estimator_checks import check_array_api_input; "
-            "from topicscale import LDA; "
-            "check_array_api_input('LDA', LDA(threads=1), array_namespace='numpy', "
-            "expect_only_array_outputs=False); print('passed')")
+    code = """if True:
+        import inspect, unittest
+        from sklearn.utils.estimator_checks import check_array_api_input as check
+        from topicscale import LDA
+        loose = {"expect_only_array_outputs": False}
+        try:
+            check("LDA", LDA(threads=1), array_namespace="numpy",
+                  **(loose if "expect_only_array_outputs" in inspect.signature(check).parameters else {}))
+            print("passed")
+        except (ImportError, unittest.SkipTest) as exc:       # older scikit-learn: no array API
+            print(f"skipped: {exc}")"""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, SCIPY_ARRAY_API="1"))
+    if out.stdout.startswith("skipped"):
+        pytest.skip(out.stdout.strip())
     assert out.stdout.strip() == "passed", out.stderr[-2000:]
 
 
