@@ -70,10 +70,12 @@ VOCAB = [f"word{i}" for i in range(60)]
 
 
 @pytest.fixture(autouse=True)
-def temporary_folders_in_memory(monkeypatch):
+def temporary_folders_in_memory(monkeypatch, tmp_path_factory):
     """The estimators' temporary corpora and model folders on a tmpfs where there is one: a fit
-    fsyncs them as `topicscale fit` does, which on a busy disk took most of the tests' time."""
+    fsyncs them as `topicscale fit` does, which on a busy disk took most of the tests' time.
+    (pytest's own temporary folder is made first, where it would be.)"""
     import tempfile
+    tmp_path_factory.getbasetemp()
     if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK):
         monkeypatch.setattr(tempfile, "tempdir", "/dev/shm")
 
