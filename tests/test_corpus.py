@@ -36,6 +36,20 @@ def test_shards_round_trip_and_gather_in_any_order(tmp_path):
     assert sum(b.n_docs for b in corpus.blocks(13)) == 57
 
 
+def test_add_block_writes_the_files_adding_documents_one_by_one_writes(tmp_path):
+    """A block is cut at shard boundaries (a document added before it shifts them)."""
+    _, docs = small_corpus(tmp_path / "one")
+    indptr = np.concatenate([[0], np.cumsum([ids.shape[0] for ids, _ in docs])])
+    with CorpusWriter(tmp_path / "block", [f"w{i}" for i in range(20)], shard_docs=10) as w:
+        w.add("doc0", docs[0][0], docs[0][1])
+        w.add_block([f"doc{d}" for d in range(1, 57)], indptr[1:] - indptr[1],
+                    np.concatenate([ids for ids, _ in docs[1:]]), np.concatenate([c for _, c in docs[1:]]))
+    files = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert files == sorted(p.name for p in (tmp_path / "block").iterdir()) and len(files) == 6 * 3 + 3
+    for name in files:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "block" / name).read_bytes(), name
+
+
 def test_read_slices_matches_numpy_slicing(tmp_path):
     """The compiled pread gather against plain slicing: scattered, adjacent (read as one run),
     empty and repeated slices, at a data offset, for int32 and float64; a slice past the end of

@@ -2,10 +2,20 @@
 
 __version__ = "0.1.0"
 
+# imported on first use, so that `import topicscale` imports neither numba nor the extras:
+# the scikit-learn estimators (topicscale/estimator.py) and pyldavis_data (exports/ldavis.py)
+_ESTIMATORS = ("LDA", "HDP", "CTM")
+
 
 def __getattr__(name):
-    """Load on first use what needs optional packages, so `import topicscale` stays light."""
+    if name in _ESTIMATORS:
+        from . import estimator
+        return getattr(estimator, name)
     if name == "pyldavis_data":
         from .exports.ldavis import pyldavis_data
         return pyldavis_data
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module 'topicscale' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_ESTIMATORS) + ["pyldavis_data"])

@@ -21,15 +21,20 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False):
         return _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output)
 
 
+def proportions(model, local, blocks):
+    """(block, E[theta] of its documents, D x K) for each CSR block (Rows, the shards' dtypes) in
+    turn: `local` on the topics it runs on for `model`, with the model's document prior."""
+    topics, prior = registry.local_topics(local, model), model.local_prior()
+    for b in blocks:
+        yield b, local.fit(b.indptr, b.indices, b.counts, topics, prior).theta
+
+
 def proportion_blocks(model, corpus):
-    """(block, E[theta] of its documents) for each CSR block of `corpus`, in row order, by the
-    model's own local step (the one it was trained with) and prior; memory holds one block."""
+    """proportions of each CSR block of `corpus`, in row order, by the model's own local step
+    (the one it was trained with); memory holds one block."""
     from .evaluate import check_vocabulary
     check_vocabulary(model.vocab, corpus)
-    local = registry.local_step_for(model)
-    topics, prior = registry.local_topics(local, model), model.local_prior()
-    for b in corpus.blocks():
-        yield b, local.fit(b.indptr, b.indices, b.counts, topics, prior).theta
+    return proportions(model, registry.local_step_for(model), corpus.blocks())
 
 
 def _infer_corpus(model, corpus, output):

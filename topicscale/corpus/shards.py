@@ -116,10 +116,23 @@ class CorpusWriter:
             self._flush()
 
     def add_block(self, doc_ids, indptr, indices, counts):
-        """Append a CSR block of non-empty documents (same rules as `add`)."""
-        for i, doc_id in enumerate(doc_ids):
-            a, b = indptr[i], indptr[i + 1]
-            self.add(doc_id, indices[a:b], counts[a:b])
+        """Append a CSR block of non-empty documents (same rules as `add`; the same files as
+        adding them one by one), up to a shard's worth at a time."""
+        indptr = np.asarray(indptr, dtype=np.int64)
+        start, n = 0, len(doc_ids)
+        while start < n:
+            take = min(n - start, self.shard_docs - len(self._buf_len))
+            a, b = int(indptr[start]), int(indptr[start + take])
+            self._ids.writelines(f"{doc_id}\n" for doc_id in doc_ids[start:start + take])
+            self._buf_ids.append(np.array(indices[a:b], dtype=np.int32))
+            self._buf_counts.append(np.array(counts[a:b], dtype=np.int32))
+            self._buf_len.extend(np.diff(indptr[start:start + take + 1]).tolist())
+            self.n_docs += take
+            self.nnz += b - a
+            self.n_tokens += int(self._buf_counts[-1].sum(dtype=np.int64))
+            start += take
+            if len(self._buf_len) >= self.shard_docs:
+                self._flush()
 
     def _flush(self):
         if not self._buf_len:

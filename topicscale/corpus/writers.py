@@ -46,15 +46,20 @@ def _pairs(docs, n_words):
         yield ids[keep].astype(np.int64).tolist(), counts[keep].astype(np.int64).tolist()
 
 
-def write_vocab(path, vocab):
-    """One word per line. Words must be non-empty, unique, without tabs, line breaks or
-    surrounding white space (so that `read_vocab` gives them back unchanged)."""
-    vocab = list(vocab)
+def check_words(vocab):
+    """Refuse (ValueError) words a vocabulary file cannot hold: empty ones, ones with tabs, line
+    breaks or surrounding white space (`read_vocab` would not give them back), duplicates."""
     for word in vocab:
         if not word or word != word.strip() or "\t" in word or len(word.splitlines()) != 1:
             raise ValueError(f"word {word!r} cannot be stored in a vocabulary file")
     if len(set(vocab)) != len(vocab):
         raise ValueError("duplicate words in vocabulary")
+
+
+def write_vocab(path, vocab):
+    """One word per line (check_words says which words can be)."""
+    vocab = list(vocab)
+    check_words(vocab)
     with _text_writer(path) as fh:
         fh.writelines(f"{word}\n" for word in vocab)
 

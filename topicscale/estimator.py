@@ -1,0 +1,301 @@
+"""scikit-learn estimators of the three models: `from topicscale import LDA, HDP, CTM`.
+
+They train through `topicscale fit`'s own code (runs.run_fit): `fit(X)` writes the non-empty
+rows of X to a temporary corpus (corpus/matrix.py) and fits it as `fit` fits a prepared corpus,
+so the same rows and seed give the same topics, bit for bit. `transform` is `infer`'s local
+step, `score` is `eval`'s default protocol (per-word log likelihood of document completion),
+and `save` / `load` write and read the command line's model folder. Parameters are generated
+from fit's declarations (estimator_params.py). Loaded through topicscale.__getattr__, so that
+`import topicscale` imports neither scikit-learn nor numba.
+"""
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+try:
+    from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+    from sklearn.utils.validation import check_is_fitted, check_non_negative
+except ImportError as exc:           # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError("topicscale's scikit-learn estimators need scikit-learn: "
+                      "pip install topicscale[sklearn]") from exc
+
+from . import estimator_params as params
+from .atomic import atomic_file
+from .corpus import matrix
+from .corpus.shards import Corpus
+from .corpus.writers import check_words
+from .errors import TopicscaleError
+from .models import load_model, store
+
+try:                                  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:                   # pragma: no cover - older scikit-learn
+    def _validate_data(estimator, X, reset, **check):
+        return estimator._validate_data(X, reset=reset, **check)
+
+
+@contextmanager
+def _numba_threads(threads):
+    """numba's threads set to `threads` (None: all cores) for the duration, as fit --threads."""
+    import numba
+    available = numba.config.NUMBA_NUM_THREADS
+    threads = available if threads is None else threads
+    if not 1 <= threads <= available:
+        raise ValueError(f"threads={threads}: must be between 1 and {available} (cores available to numba)")
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        yield threads
+    finally:
+        numba.set_num_threads(before)
+
+
+def _say(message):
+    print(message, file=sys.stderr)
+
+
+def _writable(model):
+    """The model with its arrays copied into fresh writable memory (an estimator loaded from a
+    read-only memory map would otherwise hand read-only arrays to the kernels, which numba
+    compiles apart)."""
+    meta, arrays = model.stored()
+    return type(model).from_stored(meta, {k: np.array(v) for k, v in arrays.items()}, list(model.vocab))
+
+
+class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """What the three estimators share; a subclass names its model `kind` and its summary."""
+    kind = None
+    summary = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__init__ = params.make_init(cls.kind)
+        cls.__doc__ = params.docstring(cls.kind, cls.summary)
+
+    # ------------------------------------------------------------------ tags and input
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        tags.input_tags.sparse = True
+        return tags
+
+    def _more_tags(self):             # scikit-learn < 1.6
+        return {"requires_positive_X": True}
+
+    def _rows(self, X, reset):
+        """X checked as scikit-learn checks it (2-D, numeric, finite, not empty, the fitted
+        width; then non-negative), as Rows of the shards' dtypes (counts rounded)."""
+        X = _validate_data(self, X, reset=reset, accept_sparse="csr")
+        check_non_negative(X, f"{type(self).__name__}")
+        return matrix.as_rows(X)
+
+    def _vocabulary(self, vocabulary, n_words):
+        """The words of X's columns: `vocabulary`, else X's column names (a DataFrame), else
+        w0, w1, ... (as `topicscale prepare` names the columns of a matrix without one)."""
+        if vocabulary is None and hasattr(self, "feature_names_in_"):
+            vocabulary = self.feature_names_in_
+        if vocabulary is None:
+            return [f"w{i}" for i in range(n_words)]
+        words = [str(w) for w in vocabulary]
+        if len(words) != n_words:
+            raise ValueError(f"vocabulary has {len(words)} words, but X has {n_words} columns")
+        check_words(words)
+        return words
+
+    # ------------------------------------------------------------------ training
+    def _train(self, corpus, **overrides):
+        """`topicscale fit CORPUS` with this estimator's parameters (and `overrides` of the
+        run's settings) into a temporary model folder: (model, summary, metrics lines)."""
+        config = params.fit_config(self.kind, self.get_params(deep=False))
+        config.update(overrides)
+        with tempfile.TemporaryDirectory(prefix="topicscale-fit-") as tmp, \
+                _numba_threads(config["threads"]) as threads:
+            from .runs import run_fit
+            output = Path(tmp) / "model"
+            config.update(model=self.kind, corpus=str(Path(corpus).resolve()), output=str(output),
+                          force=False, threads=threads)
+            try:
+                summary, signum = run_fit(config, say=_say)
+            except TopicscaleError as exc:
+                raise ValueError(params.in_python_terms(str(exc))) from None
+            if signum:
+                raise KeyboardInterrupt(f"training stopped by signal {signum}; nothing was fitted")
+            return load_model(output), summary, (output / store.METRICS_FILE).read_text(encoding="utf-8")
+
+    def _fitted(self, model, passes, metrics):
+        self.model_ = model
+        self.n_iter_ = passes
+        self.n_batch_iter_ = int(model.step)
+        self._metrics = metrics
+        return self
+
+    def fit(self, X, y=None, vocabulary=None):
+        """Fit the model to X (documents x words, counts; rounded to whole counts) as `topicscale
+        fit` fits a corpus prepared from X's non-empty rows. `vocabulary`: the words of X's
+        columns (kept in the model: `topics`, `save`). y is ignored."""
+        params.fit_config(self.kind, self.get_params(deep=False))       # refuse bad values first
+        rows = self._rows(X, reset=True)
+        words = self._vocabulary(vocabulary, self.n_features_in_)
+        with tempfile.TemporaryDirectory(prefix="topicscale-corpus-") as tmp:
+            n_docs = self._write(Path(tmp) / "corpus", rows, words)
+            model, summary, metrics = self._train(Path(tmp) / "corpus")
+        if model.settings.get("corpus"):          # the temporary corpus is gone
+            del model.settings["corpus"]
+        return self._fitted(model, summary["docs"] / n_docs, metrics)
+
+    def fit_corpus(self, corpus):
+        """Fit the model to a prepared corpus folder (streamed from disk, as `topicscale fit`)."""
+        try:
+            prepared = Corpus(corpus)
+            n_docs, n_words = prepared.n_docs, prepared.n_words
+        except TopicscaleError as exc:
+            raise ValueError(str(exc)) from None
+        model, summary, metrics = self._train(corpus)
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.n_features_in_ = n_words
+        return self._fitted(model, summary["docs"] / n_docs, metrics)
+
+    def partial_fit(self, X, y=None, vocabulary=None):
+        """One pass over X, continuing the model fitted so far as `topicscale fit --init MODEL
+        --passes 1` continues it (its step counter carries on; X's rows are the corpus D of the
+        step sizes' scale), or, on the first call, a fit of one pass. y is ignored."""
+        first = not hasattr(self, "model_")
+        rows = self._rows(X, reset=first)
+        words = (self._vocabulary(vocabulary, self.n_features_in_) if first
+                 else self.model_.vocab)
+        if not first and vocabulary is not None and list(map(str, vocabulary)) != list(words):
+            raise ValueError("vocabulary differs from the fitted model's")
+        one_pass = {"passes": 1.0, "max_docs": None, "time_limit": None}
+        with tempfile.TemporaryDirectory(prefix="topicscale-corpus-") as tmp:
+            n_docs = self._write(Path(tmp) / "corpus", rows, words)
+            if first:
+                model, summary, metrics = self._train(Path(tmp) / "corpus", **one_pass)
+                prior = ""
+            else:
+                from .registry import MODELS
+                self.model_.save(Path(tmp) / "init")
+                kept = {name: None for name in MODELS[self.kind].options}   # the model keeps its own
+                model, summary, metrics = self._train(Path(tmp) / "corpus", **one_pass, **kept,
+                                                      init_model=str(Path(tmp) / "init"))
+                prior = self._metrics
+        model.settings.pop("corpus", None)
+        return self._fitted(model, summary["docs"] / n_docs, prior + metrics)
+
+    def _write(self, path, rows, words):
+        n_docs = matrix.write_corpus(path, rows, words)
+        if n_docs == 0:
+            raise ValueError("X holds no counts: every row is zero once rounded to whole counts")
+        return n_docs
+
+    # ------------------------------------------------------------------ using the model
+    @property
+    def components_(self):
+        """lambda (K x V), the topics' variational Dirichlet parameters (as scikit-learn's
+        components_); E[beta] = components_ / components_.sum(axis=1, keepdims=True)."""
+        check_is_fitted(self, "model_")
+        return self.model_.lam.T
+
+    @property
+    def _n_features_out(self):
+        return self.model_.n_topics
+
+    def _threads(self):
+        return None if self.threads is None else params.check_value("threads", self.threads)
+
+    def transform(self, X):
+        """Topic proportions E[theta] of X's rows (n_samples x K), by the local step `topicscale
+        infer` uses; a row with no counts gets those of an empty document."""
+        check_is_fitted(self, "model_")
+        rows = self._rows(X, reset=False)
+        from . import registry
+        from .infer import proportions
+        with _numba_threads(self._threads()):
+            local = registry.local_step_for(self.model_)
+            thetas = [theta for _, theta in proportions(self.model_, local, matrix.blocks(rows))]
+        return np.concatenate(thetas) if thetas else np.zeros((0, self.model_.n_topics))
+
+    def score(self, X, y=None):
+        """Per-word log likelihood of X's rows by document completion: what `topicscale eval
+        MODEL HELDOUT` reports by default on a corpus prepared from them (LDA: the common
+        fold-in; HDP and CTM: their own predictive). Higher is better; NaN when no row has two
+        distinct words to split. y is ignored."""
+        check_is_fitted(self, "model_")
+        rows = self._rows(X, reset=False)
+        from .evaluate import evaluate_model
+        with tempfile.TemporaryDirectory(prefix="topicscale-heldout-") as tmp, \
+                _numba_threads(self._threads()):
+            matrix.write_corpus(Path(tmp) / "heldout", rows, self.model_.vocab)
+            return float(evaluate_model(self.model_, Corpus(Path(tmp) / "heldout"))["per_word_ll"])
+
+    def perplexity(self, X):
+        """exp(-score(X))."""
+        return float(np.exp(-self.score(X)))
+
+    # ------------------------------------------------------------------ model folders
+    def save(self, path):
+        """Write the model folder `path` (model.npz and metrics.jsonl, each replaced atomically),
+        which `topicscale topics`, `eval`, `infer`, `info`, `export` and `fit --init` read."""
+        check_is_fitted(self, "model_")
+        self.model_.save(path)
+        with atomic_file(Path(path) / store.METRICS_FILE, "w") as fh:
+            fh.write(self._metrics)
+        return self
+
+    @classmethod
+    def load(cls, path):
+        """The estimator of the model folder `path` (written by `topicscale fit` or `save`):
+        fitted, its parameters those the model was trained with. n_iter_ is None (the passes
+        of the run that wrote it are not recorded)."""
+        try:
+            model = load_model(path)
+        except TopicscaleError as exc:
+            raise ValueError(str(exc)) from None
+        if model.kind != cls.kind:
+            raise ValueError(f"{path} holds a {model.kind} model: load it with "
+                             f"topicscale.{model.kind.upper()}.load")
+        names = set(params.param_names(cls.kind))
+        given = {k: v for k, v in model.settings.items() if k in names}
+        given.update(n_components=model.n_topics, eta=float(model.eta))
+        if "alpha" in names:
+            given["alpha"] = float(np.asarray(model.alpha).reshape(-1)[0])
+        if "omega" in names:
+            given["omega"] = float(model.omega)
+        estimator = cls(**given)
+        estimator.n_features_in_ = model.n_words
+        metrics = Path(path) / store.METRICS_FILE
+        text = metrics.read_text(encoding="utf-8") if metrics.is_file() else ""
+        return estimator._fitted(model, None, text)
+
+    def __setstate__(self, state):
+        if state.get("model_") is not None:
+            state = dict(state, model_=_writable(state["model_"]))
+        super().__setstate__(state)
+
+
+class LDA(_TopicModel):
+    kind = "lda"
+    summary = """Latent Dirichlet allocation (`topicscale fit --model lda`) as a scikit-learn
+    transformer: fit(X) on a document-term matrix of counts (numpy or scipy.sparse; fractional
+    values are rounded to whole counts), transform(X) gives topic proportions, score(X) the
+    held-out per-word log likelihood of `topicscale eval`. A parameter left None is not given,
+    as on the command line; the defaults below then apply. max_iter is the E-step cap (sweeps
+    per document), not the passes over the data as in scikit-learn's LatentDirichletAllocation:
+    those are `passes`."""
+
+
+class HDP(_TopicModel):
+    kind = "hdp"
+    summary = """Online hierarchical Dirichlet process topic model (`topicscale fit --model hdp`)
+    as a scikit-learn transformer (see LDA): n_components is the corpus truncation. max_iter is
+    the E-step cap (sweeps per document), not the passes over the data: those are `passes`."""
+
+
+class CTM(_TopicModel):
+    kind = "ctm"
+    summary = """Correlated topic model (`topicscale fit --model ctm`) as a scikit-learn
+    transformer (see LDA); model_.correlations() gives the topic correlations. max_iter is the
+    E-step cap (iterations per document), not the passes over the data: those are `passes`."""
