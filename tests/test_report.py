@@ -58,7 +58,7 @@ def lda(corpora):
     root, train, heldout = corpora
     out = root / "lda"
     run("fit", train, "-k", "6", *FIT, "--passes", "2", "--heldout", heldout, "--eval-every", "2", "-o", out)
-    run("fit", train, "--init", out, *FIT, "--heldout", heldout, "--eval-every", "3", "-o", out)
+    run("fit", train, "--init", out, *FIT, "--passes", "1", "--heldout", heldout, "--eval-every", "3", "-o", out)
     return out
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from . import options, registry
 
 SELECTORS = ("algorithm", "local")
-EXCLUDED = ("heldout", "eval_every", "checkpoint_every", "checkpoint_seconds")
+EXCLUDED = ("heldout", "eval_every", "checkpoint_every", "checkpoint_seconds", "report")
 RENAMED = {"n_topics": "n_components"}
 MAX_ITER_NOTE = ("max_iter is the E-step cap (sweeps per document), not the number of passes "
                  "as in scikit-learn's LatentDirichletAllocation: passes are `passes`.")

@@ -35,8 +35,8 @@ class PositiveOrAuto(click.ParamType):
             number = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is neither a number nor 'auto'", param, ctx)
-        if not number > 0:
-            self.fail(f"{value!r} must be above 0 (or 'auto')", param, ctx)
+        if not (number > 0 and number < float("inf")):
+            self.fail(f"{value!r} must be a finite number above 0 (or 'auto')", param, ctx)
         return number
 
 
