@@ -85,9 +85,12 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     # numba loads its cached kernels (or compiles them) on their first call in a process: done
     # here, when the algorithm offers it, and reported apart from the training time
     kernel_load_seconds = None
-    if hasattr(algorithm, "warm_up"):
+    if hasattr(algorithm, "warm_up") or limits.min_gain:
         t_load = time.perf_counter()
-        algorithm.warm_up()
+        if hasattr(algorithm, "warm_up"):
+            algorithm.warm_up()
+        if limits.min_gain:
+            score_pass(model)           # loads the scoring's kernels; reads the model only
         kernel_load_seconds = time.perf_counter() - t_load
     finished = False
     batches = stream(StreamPosition(state.epoch, state.batch))
