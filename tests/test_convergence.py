@@ -71,7 +71,7 @@ def test_the_cap_stops_a_run_that_keeps_gaining(planted, tmp_path, monkeypatch):
 def test_a_resumed_run_converges_where_an_uninterrupted_one_does(planted):
     _, corpus, _ = planted
     limits = RunLimits(batch_size=300, passes=convergence.MAX_PASSES, min_gain=convergence.MIN_GAIN)
-    score, _ = convergence.pass_scorer(corpus, None, 0)
+    score = convergence.PassScorer(corpus, None, 0)
 
     def new():
         model = LDAModel.initial(corpus.vocab, 10, 0.1, 0.01, np.random.default_rng(0))

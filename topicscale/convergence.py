@@ -12,6 +12,7 @@ import numpy as np
 MIN_GAIN = 0.002          # nats a word a pass
 MAX_PASSES = 50
 SAMPLE_DOCS = 1000
+WARM_DOCS = 8             # scored before the clock starts, to load the scoring's kernels
 
 
 class RowSample:
@@ -34,13 +35,28 @@ def training_sample(corpus, seed, n=SAMPLE_DOCS):
     return RowSample(corpus, np.sort(rows))
 
 
-def pass_scorer(corpus, heldout, seed):
-    """(score(model) -> per-word log likelihood, what it is scored on, in words)."""
-    from .evaluate import evaluate_model
-    if heldout is not None:
-        return (lambda m: evaluate_model(m, heldout)["per_word_ll"]), "the held-out corpus"
-    sample = training_sample(corpus, seed)
-    return (lambda m: evaluate_model(m, sample)["per_word_ll"]), f"{sample.n_docs} training documents"
+class PassScorer:
+    """score(model) -> per-word log likelihood of the documents scored after every pass: the
+    held-out corpus when there is one, else training_sample; `scored_on` says which."""
+
+    def __init__(self, corpus, heldout, seed):
+        if heldout is not None:
+            self.documents, self.scored_on = heldout, "the held-out corpus"
+            self.few = RowSample(heldout, np.arange(min(WARM_DOCS, heldout.n_docs)))
+        else:
+            self.documents = training_sample(corpus, seed)
+            self.scored_on = f"{self.documents.n_docs} training documents"
+            self.few = RowSample(corpus, self.documents.rows[:WARM_DOCS])
+
+    def __call__(self, model):
+        from .evaluate import evaluate_model
+        return evaluate_model(model, self.documents)["per_word_ll"]
+
+    def warm_up(self, model):
+        """Load the scoring's kernels by scoring a few documents (one might be too short to split);
+        reads the model only."""
+        from .evaluate import evaluate_model
+        evaluate_model(model, self.few)
 
 
 def stopped_converging(scores, min_gain=MIN_GAIN):

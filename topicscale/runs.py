@@ -182,7 +182,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         algo.restore_state(algo_state)
     limits = run_limits(config)
     evaluate = (lambda m: evaluate_model(m, heldout)) if heldout else None      # eval's default protocol
-    score_pass, scored_on = convergence.pass_scorer(corpus, heldout, config["seed"])
+    score_pass = convergence.PassScorer(corpus, heldout, config["seed"])
     log = open(output / RUN_LOG, "a", encoding="utf-8")
 
     def record(r):
@@ -203,7 +203,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         summary.update(topics=model.n_topics, local=config["local"], threads=config["threads"],
                        step=model.step)
         if limits.min_gain:
-            summary["scored_on"] = scored_on
+            summary["scored_on"] = score_pass.scored_on
         if not finished:                        # stopped by a signal: partial model + checkpoint
             checkpoint(state)
             model.settings["partial"] = True

@@ -56,7 +56,8 @@ def planned_docs(n_docs, limits):
 def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progress=True,
           state=None, checkpoint=None, stop_requested=None, score_pass=None):
     """Run `algorithm` over minibatches of `corpus` until passes, max_docs or time_limit, or
-    (limits.min_gain) until a pass improves score_pass(model) -> float by less than min_gain.
+    (limits.min_gain) until a pass improves score_pass(model) -> float by less than min_gain
+    (convergence.PassScorer, whose warm_up(model) loads its kernels before the clock starts).
 
     score_pass runs after every pass and counts as training time (it decides how long to
     train). evaluate(model) -> dict runs every `eval_every` minibatches and at the end; on_record(dict)
@@ -90,7 +91,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
         if hasattr(algorithm, "warm_up"):
             algorithm.warm_up()
         if limits.min_gain:
-            score_pass(model)           # loads the scoring's kernels; reads the model only
+            score_pass.warm_up(model)
         kernel_load_seconds = time.perf_counter() - t_load
     finished = False
     batches = stream(StreamPosition(state.epoch, state.batch))
