@@ -1,7 +1,7 @@
 """Readable topics (issue 23): coherence, diversity and held-out likelihood against training time,
 topicscale's default `fit` beside tomotopy's collapsed Gibbs sampler, per corpus and K.
 
-    python benchmarks/bench_quality.py [--corpora nyt,sotu,gcide] [--topics 50,200]
+    python benchmarks/bench_quality.py [--corpora nyt,sotu,gcide,foldoc,debian] [--topics 50,200]
                                        [--gibbs 1000] [--out benchmarks/results]
 
 Each corpus is prepared as for bench_peers.py (corpora.py). Runs, each in its own process with 2

