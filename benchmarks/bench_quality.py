@@ -18,6 +18,7 @@ Every topic matrix is scored the same way (`--worker score`):
              corpus as boolean documents (P = share of documents holding the words), a pair that
              never shares a document scoring -1
   diversity  distinct words among all topics' top 25, over 25 K
+  overlaps   pairs of topics sharing more than half of their top 10 words
 and the top words of the five least coherent topics are listed. Writes quality.md, quality.json
 and quality_<corpus>_k<K>.png (NPMI and held-out score against training time).
 """
@@ -60,6 +61,12 @@ def npmi_per_topic(top, corpus):
     return out
 
 
+def overlapping_pairs(top):
+    """Pairs of topics (lists of top word ids) sharing more than half of their words."""
+    sets = [set(t) for t in top]
+    return sum(len(a & b) * 2 > len(a) for i, a in enumerate(sets) for b in sets[i + 1:])
+
+
 def score(spec):
     """Score every topic matrix listed: a K x V .npy file or a model folder."""
     import numba
@@ -86,6 +93,7 @@ def score(spec):
         worst = np.argsort(npmi, kind="stable")[:WORST]
         out.append({"path": path, "per_word_ll": evaluate_topics(beta, held)["per_word_ll"],
                     "npmi": float(np.mean(npmi)), "diversity": float(np.unique(ranked).size / ranked.size),
+                    "overlaps": overlapping_pairs(top),
                     "worst": [{"topic": int(k), "npmi": npmi[k], "words": [vocab[w] for w in top[k]]}
                               for k in worst]})
     return out
@@ -181,15 +189,16 @@ def render(result):
              f"{result['machine'].get('cpu', '')}, 2 threads per run, load average at the start "
              f"{result['machine'].get('loadavg', ['?'])[0]}. NPMI: top 10 words, training corpus as boolean "
              "documents, a pair never sharing a document -1, mean over all K topics. Diversity: distinct "
-             "share of all topics' top 25. Held-out: the common fold-in.", ""]
+             "share of all topics' top 25. Overlapping pairs: topics sharing more than half of their top 10. "
+             "Held-out: the common fold-in.", ""]
     for case in result["cases"]:
         lines += [f"## {case['case']}", "",
-                  "| tool | setting | local | passes | train s | held-out LL | NPMI | diversity |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| tool | setting | local | passes | train s | held-out LL | NPMI | diversity | overlapping pairs |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in case["rows"]:
             passes = f"{r['passes']:.0f}" if "passes" in r else "-"
             lines.append(f"| {r['tool']} | {r['setting']} | {r.get('local', '-')} | {passes} | {r['train_seconds']:.2f} "
-                         f"| {r['per_word_ll']:.4f} | {r['npmi']:.3f} | {r['diversity']:.2f} |")
+                         f"| {r['per_word_ll']:.4f} | {r['npmi']:.3f} | {r['diversity']:.2f} | {r['overlaps']} |")
         t = case["targets"]
         lines += ["", f"Default against tomotopy {t['tomotopy']}: NPMI at least tomotopy's "
                       f"{'met' if t['npmi_at_least_tomotopy'] else '**not met**'}; diversity at least 0.7 "
