@@ -333,7 +333,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     lines = [f"{'stopped' if signum else 'wrote'} {out}: K={summary['topics']}, local step "
              f"{summary['local']}, {summary['docs']} documents "
              f"in {summary['train_seconds']:.2f} s ({summary['docs_per_s'] or 0:.0f} docs/s, "
-             f"{summary['threads']} threads"
+             + (f"{summary['workers']} dask workers of {summary['worker_threads']} threads"
+                if summary.get("workers") else f"{summary['threads']} threads")
              + (f"; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"
                 if summary.get("kernel_load_seconds") is not None else ")")]
     if summary.get("scored_on"):

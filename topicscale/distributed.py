@@ -30,6 +30,7 @@ import contextlib
 import itertools
 import logging
 import uuid
+import warnings
 from collections import deque
 
 import numpy as np
@@ -64,8 +65,10 @@ def cluster(scheduler=None, workers=None, threads=None):
     local_cluster = None
     try:
         if workers:
-            local_cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
-                                         dashboard_address=None, silence_logs=logging.ERROR)
+            with warnings.catch_warnings():     # "Port 8787 is already in use": another cluster's
+                warnings.filterwarnings("ignore", message="Port .* is already in use")
+                local_cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
+                                             dashboard_address=None, silence_logs=logging.ERROR)
             client = Client(local_cluster)
         else:
             try:

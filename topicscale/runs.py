@@ -187,7 +187,8 @@ def cluster_for(config, worker_threads, say):
     from .distributed import cluster
     where = (f"the dask scheduler at {config['scheduler']}" if config.get("scheduler")
              else f"a local dask cluster of {config['workers']} worker processes")
-    say(f"running the local steps on {where} ({worker_threads or 1} numba threads a worker)")
+    n = worker_threads or 1
+    say(f"running the local steps on {where} ({n} numba thread{'s' if n != 1 else ''} a worker)")
     return cluster(config.get("scheduler"), config.get("workers"), worker_threads)
 
 
@@ -235,6 +236,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
                                       executor=executor)
         summary.update(topics=model.n_topics, local=config["local"], threads=config["threads"],
                        step=model.step)
+        if executor is not None:
+            summary.update(workers=executor.n_workers, worker_threads=executor.threads)
         if limits.min_gain:
             summary["scored_on"] = score_pass.scored_on
         if not finished:                        # stopped by a signal: partial model + checkpoint
