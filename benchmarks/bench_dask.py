@@ -38,10 +38,11 @@ from common import (BenchError, child_env, fmt_spread, machine, run,  # noqa: E4
 # the internet-scale setting of the issue
 SCALE = {"V": 1_000_000, "K": 1000, "workers": 100, "link_bytes_per_s": 10e9 / 8}
 ZIPF_S = 1.0            # word frequencies of web text: p_v proportional to 1 / (v + 2.7)^s
-# E-step rate per core, G token-topic updates/s (benchmarks/results/kernel.md, nyt/K=200, single
-# precision, 2 threads), with NYT's mean distinct words a document and sweeps at K=200
+# E-step rate per core, token-topic updates/s, and mean sweeps a document (benchmarks/results/
+# kernel.md, nyt/K=200, single precision, 2 threads); a document's distinct words and tokens are
+# the measured corpus's
 KERNEL_RATE = 3.642e9
-NYT_DOC = {"distinct_words": 112.6, "sweeps": 36.4}
+SWEEPS = 36.4
 
 
 # ------------------------------------------------------------------------------ children
@@ -170,8 +171,8 @@ def heldout_cost(args, corpus, heldout, work, env, log):
 
 
 def expected_distinct(unigram, tokens):
-    """E[distinct words] in `tokens` independent draws from `unigram` (an upper bound for real
-    documents, whose words repeat within a document)."""
+    """E[distinct words] in `tokens` independent draws from `unigram` (an estimate: real documents
+    repeat words within a document, and differ in topic between documents)."""
     import numpy as np
     p = np.asarray(unigram)
     return float(np.sum(-np.expm1(tokens * np.log1p(-p[p > 0]))))
@@ -187,7 +188,7 @@ def traffic_model(words, chunk_sizes):
     """The client's bytes per minibatch, and the workers it keeps busy before its link is the
     bottleneck, for this design, gensim's distributed LDA and Spark's online LDA, at SCALE."""
     V, K, P, bw = SCALE["V"], SCALE["K"], SCALE["workers"], SCALE["link_bytes_per_s"]
-    doc_updates = NYT_DOC["distinct_words"] * NYT_DOC["sweeps"] * K
+    doc_updates = words["nnz"] / words["n_docs"] * SWEEPS * K
     tokens_per_doc = words["n_tokens"] / words["n_docs"]
     p = zipf(V)
     rows = []
@@ -284,15 +285,16 @@ def render(r):
     L.append(f"## Traffic at internet scale (computed): V = {s['V']:,}, K = {s['K']}, {s['workers']} workers, "
              f"a {s['link_bytes_per_s'] * 8 / 1e9:.0f} Gbit/s client link")
     L.append("")
-    L.append(f"A chunk's distinct words: the expected number in its tokens drawn independently from a Zipf "
-             f"law (s = {ZIPF_S}) over 1M words, with {r['words']['n_tokens'] / r['words']['n_docs']:.0f} tokens "
-             f"a document as in {r['corpus']}; real documents repeat words, so this bounds it from above "
-             f"(on {r['corpus']}, measured against the same bound from its own unigram frequencies: "
-             + ", ".join(f"{c} docs {v['distinct_words']:.0f} vs {v['bound']:.0f}"
-                         for c, v in r["words"]["check"].items()) + "). "
-             f"A chunk's compute: documents x {NYT_DOC['distinct_words']} distinct words x "
-             f"{NYT_DOC['sweeps']} sweeps x K at {KERNEL_RATE / 1e9:.2f} G updates/s a core "
-             "(benchmarks/results/kernel.md, NYT at K = 200). One chunk a worker per minibatch.")
+    w = r["words"]
+    L.append(f"Documents shaped as {r['corpus']}'s ({w['n_tokens'] / w['n_docs']:.0f} tokens, "
+             f"{w['nnz'] / w['n_docs']:.1f} distinct words). A chunk's distinct words: the expected number "
+             f"in its tokens drawn independently from a Zipf law (s = {ZIPF_S}) over 1M words (the same "
+             f"estimate from {r['corpus']}'s own word frequencies against its measured chunks: "
+             + ", ".join(f"{c} documents {v['bound']:.0f} estimated, {v['distinct_words']:.0f} measured"
+                         for c, v in w["check"].items()) + "). "
+             f"A chunk's compute: documents x distinct words x {SWEEPS} sweeps x K at "
+             f"{KERNEL_RATE / 1e9:.2f} G updates/s a core (benchmarks/results/kernel.md, NYT at K = 200). "
+             "One chunk a worker per minibatch.")
     L.append("")
     L.append("| chunk docs | chunk distinct words | chunk compute s | design | client out / minibatch | client in | "
              "link s / minibatch | workers before the link is the bottleneck |")

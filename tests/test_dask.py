@@ -173,6 +173,7 @@ def test_workers_of_other_versions_are_refused(corpus, cluster, tmp_path, monkey
         worker.ready(dict(real(), numpy="0.0.1"), 1)        # and each task checks them again
 
 
+@pytest.mark.filterwarnings("ignore:Port .* is already in use")   # the module's cluster has it
 def test_workers_with_several_task_threads_are_refused(corpus, tmp_path):
     train, _ = corpus
     with dask_distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,

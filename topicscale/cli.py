@@ -286,7 +286,8 @@ def _declared_options(command):
 @_declared_options
 @click.option("--resume", type=click.Path(exists=True, file_okay=False),
               help="Continue the interrupted run in this model folder (needs no CORPUS; its settings "
-                   "come from the checkpoint; only --threads and --report may be given).")
+                   "come from the checkpoint; only --threads, --report, --scheduler and --workers may "
+                   "be given: without the last two it continues in this process).")
 @click.option("--force", is_flag=True, help="Replace an existing model or unfinished run in OUTPUT.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")

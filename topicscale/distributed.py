@@ -198,7 +198,7 @@ class Executor:
         while loading or running:
             while loading and len(running) < window:
                 documents, words = loading.popleft()
-                block_words = words.result()[0].astype(np.int64)
+                block_words = self.gather([words])[0][0].astype(np.int64)
                 running.append(self.submit(worker.apply, self.expected, self.threads, documents, fn,
                                            args_for(block_words), what="block"))
                 for rows in itertools.islice(blocks, 1):
