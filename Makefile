@@ -10,7 +10,7 @@ DEMO := demo
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,gensim,pyldavis,parquet,report,sklearn]'
+	$(BIN)/pip install --quiet -e '.[test,gensim,pyldavis,parquet,report,sklearn,dask]'
 	touch $(STAMP)
 
 install: $(STAMP)

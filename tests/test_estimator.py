@@ -101,11 +101,12 @@ def test_without_scikit_learn_the_estimators_say_how_to_install_it():
 @pytest.mark.parametrize("kind", ["lda", "hdp", "ctm"])
 def test_parameters_are_the_fit_options_of_the_model(kind):
     """Every option of the `fit` command (click's, so an option added anywhere shows up) but
-    those about a run's output, that a part of this model owns; K is n_components; all None,
+    those about a run's output and where it runs, that a part of this model owns; K is n_components; all None,
     as click's defaults are."""
     fit = {p.name: p for p in cli.commands["fit"].params}
     output_only = {"corpus", "output", "resume", "force", "as_json", "quiet", "config", "model", "heldout",
-                   "eval_every", "checkpoint_every", "checkpoint_seconds", "report"}
+                   "eval_every", "checkpoint_every", "checkpoint_seconds", "report",
+                   "scheduler", "workers"}                  # where a run's local steps run: fit's only
     owned = set()
     for c in registry.MATRIX:
         if c.model == kind:

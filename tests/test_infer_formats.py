@@ -42,8 +42,8 @@ def setup(tmp_path_factory):
 
 def small_blocks(monkeypatch, size=5):
     """Stream the corpus in blocks of `size` documents (so outputs are written in several pieces)."""
-    blocks = Corpus.blocks
-    monkeypatch.setattr(Corpus, "blocks", lambda self, block_docs=size: blocks(self, block_docs))
+    row_blocks = Corpus.row_blocks
+    monkeypatch.setattr(Corpus, "row_blocks", lambda self, block_docs=size: row_blocks(self, block_docs))
 
 
 def read_text_table(path, delimiter):

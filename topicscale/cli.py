@@ -38,6 +38,54 @@ def _set_threads(threads):
     return threads
 
 
+class CorpusLocation(click.ParamType):
+    """A prepared corpus: a folder, or an fsspec URL (s3://, gs://, file://; read by corpus/remote.py)."""
+    name = "corpus"
+
+    def convert(self, value, param, ctx):
+        from .corpus.shards import is_url
+        if is_url(value):
+            return value
+        return click.Path(exists=True, file_okay=False).convert(value, param, ctx)
+
+
+def _corpus_location(value):
+    """A URL as given, a folder as an absolute path."""
+    from .corpus.shards import is_url
+    return value if is_url(value) else str(Path(value).resolve())
+
+
+def _cluster_options(command):
+    """--scheduler and --workers as declared in topicscale/options.py (fit's), for eval and infer."""
+    from . import options
+    for name in reversed(options.CLUSTER_OPTIONS):
+        option = options.BY_NAME[name]
+        command = click.option(*option.flags, type=option.type, default=None,
+                               help=options.help_text(option))(command)
+    return command
+
+
+def _cluster(scheduler, workers, threads):
+    """The executor of eval and infer: dask workers for --scheduler / --workers (numba threads:
+    --threads as given, default 1), else None (this process)."""
+    import contextlib
+    from . import options
+    if scheduler is None and workers is None:
+        return contextlib.nullcontext(None)
+    options.check_cluster({"scheduler": scheduler, "workers": workers})
+    from .distributed import cluster
+    return cluster(scheduler, workers, threads)
+
+
+def _require_dask(config):
+    """Refuse a cluster flag before anything else when dask is not installed (exit 2)."""
+    from . import options
+    for name in options.CLUSTER_OPTIONS:
+        if config.get(name) is not None:
+            from .distributed import require_dask
+            require_dask(options.flag(name))
+
+
 def _heldout_spec(value):
     if value is None:
         return 0.0
@@ -221,7 +269,7 @@ def _declared_options(command):
 
 
 @cli.command()
-@click.argument("corpus", required=False, type=click.Path(exists=True, file_okay=False))
+@click.argument("corpus", required=False, type=CorpusLocation())
 @click.option("-o", "--output", type=click.Path(file_okay=False), help="Model folder to write.")
 @click.option("--config", callback=_load_config, is_eager=True, expose_value=False,
               help="TOML preset (a file or a name from configs/, e.g. svi-paper); flags override it. "
@@ -238,7 +286,8 @@ def _declared_options(command):
 @_declared_options
 @click.option("--resume", type=click.Path(exists=True, file_okay=False),
               help="Continue the interrupted run in this model folder (needs no CORPUS; its settings "
-                   "come from the checkpoint; only --threads and --report may be given).")
+                   "come from the checkpoint; only --threads, --report, --scheduler and --workers may "
+                   "be given: without the last two it continues in this process).")
 @click.option("--force", is_flag=True, help="Replace an existing model or unfinished run in OUTPUT.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
@@ -259,28 +308,34 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     """
     from . import options
     from .runs import run_fit
+    _require_dask(config)
+    worker_threads = config["threads"]
     if resume:
         if corpus or output:
             raise click.UsageError("--resume takes the model folder only (no CORPUS, no -o)")
         options.check_resume(dict(config, force=force or None))
+        options.check_cluster(config)
         config = {"output": resume, "threads": _set_threads(config["threads"]),
-                  "report": config["report"] and str(Path(config["report"]).resolve())}
+                  "report": config["report"] and str(Path(config["report"]).resolve()),
+                  **{name: config[name] for name in options.CLUSTER_OPTIONS}}
     else:
         if not corpus or not output:
             raise click.UsageError("CORPUS and -o OUTPUT are required (or --resume MODEL)")
         paths = {k: config[k] and str(Path(config[k]).resolve()) for k in ("heldout", "init_model", "report")}
-        config = dict(config, **paths, corpus=str(Path(corpus).resolve()), output=output, force=force)
+        config = dict(config, **paths, corpus=_corpus_location(corpus), output=output, force=force)
         config["threads"] = _set_threads(config["threads"])
     if config["report"]:                        # refused now rather than after the training
         from .report import check_output
         check_output(config["report"])
     say = lambda msg: click.echo(msg, err=True)
-    summary, signum = run_fit(config, resume=bool(resume), progress=_show_progress(quiet), say=say)
+    summary, signum = run_fit(config, resume=bool(resume), progress=_show_progress(quiet), say=say,
+                              worker_threads=worker_threads)
     out = resume or output
     lines = [f"{'stopped' if signum else 'wrote'} {out}: K={summary['topics']}, local step "
              f"{summary['local']}, {summary['docs']} documents "
              f"in {summary['train_seconds']:.2f} s ({summary['docs_per_s'] or 0:.0f} docs/s, "
-             f"{summary['threads']} threads"
+             + (f"{summary['workers']} dask workers of {summary['worker_threads']} threads"
+                if summary.get("workers") else f"{summary['threads']} threads")
              + (f"; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"
                 if summary.get("kernel_load_seconds") is not None else ")")]
     if summary.get("scored_on"):
@@ -319,8 +374,7 @@ fit.help = _fit_help()
 # --------------------------------------------------------------------------------------- eval
 @cli.command("eval")
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
-@click.argument("heldout", required=False, metavar="HELDOUT|CORPUS",
-                type=click.Path(exists=True, file_okay=False))
+@click.argument("heldout", required=False, metavar="HELDOUT|CORPUS", type=CorpusLocation())
 @click.option("--coherence", "measures", metavar="LIST",
               help="Instead: the coherence of the topics in CORPUS (default: the training corpus), "
                    "any of u_mass,c_npmi,c_uci,c_v (as gensim's CoherenceModel), and their "
@@ -338,9 +392,10 @@ fit.help = _fit_help()
                    "every LDA model however it was trained (and evaluate_topics, the benchmarks' "
                    "protocol); own = the model's own local step and prior. HDP and CTM models are "
                    "scored by their own predictive either way. [default: common]")
-@click.option("--threads", type=int, help="Threads [default: all cores].")
+@click.option("--threads", type=int, help="Threads [default: all cores; a dask worker 1].")
+@_cluster_options
 @click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, absent_words}.")
-def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, as_json):
+def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, scheduler, workers, as_json):
     """Per-word predictive log likelihood of HELDOUT by document completion (SVI paper, sec. 4),
     or with --coherence how readable the topics are.
 
@@ -356,7 +411,8 @@ def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, as_js
     diversity is the share of distinct words among all topics' top 25.
     """
     if measures is not None:
-        given = [flag for flag, value in (("--seed", seed), ("--fold-in", fold_in), ("--threads", threads))
+        given = [flag for flag, value in (("--seed", seed), ("--fold-in", fold_in), ("--threads", threads),
+                                          ("--scheduler", scheduler), ("--workers", workers))
                  if value is not None]
         if given:
             raise click.UsageError(f"{', '.join(given)} go with the held-out score, not --coherence")
@@ -366,12 +422,16 @@ def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, as_js
     if window is not None:
         raise click.UsageError("--window goes with --coherence")
     seed, fold_in = seed or 0, fold_in or "common"
-    from .corpus.shards import Corpus
+    from .corpus.shards import open_corpus
     from .evaluate import describe_protocol, evaluate_model
     from .models import load_model
+    _require_dask({"scheduler": scheduler, "workers": workers})
+    worker_threads = threads
     _set_threads(threads)
     m = load_model(model)
-    result = evaluate_model(m, Corpus(heldout), fold_in=fold_in, seed=seed)
+    with _cluster(scheduler, workers, worker_threads) as executor:
+        result = evaluate_model(m, open_corpus(_corpus_location(heldout)), fold_in=fold_in, seed=seed,
+                                executor=executor)
     lines = [f"protocol: {describe_protocol(m, result['protocol'])}",
              f"per-word log likelihood {result['per_word_ll']:.4f}", f"perplexity {result['perplexity']:.2f}",
              f"{result['documents']} documents, {result['heldout_tokens']:.0f} held-out tokens"]
@@ -474,9 +534,10 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
                    "FILE.parquet (pip install topicscale[parquet]): the extension picks the format.")
 @click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "uci", "ldac", "mm"]),
               help="Format of raw INPUTS (a prepared corpus folder needs none).")
-@click.option("--threads", type=int, help="Threads [default: all cores].")
+@click.option("--threads", type=int, help="Threads [default: all cores; a dask worker 1].")
+@_cluster_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def infer(model, inputs, output, fmt, threads, quiet):
+def infer(model, inputs, output, fmt, threads, scheduler, workers, quiet):
     """Topic proportions E[theta] of new documents: a prepared corpus, or raw INPUTS encoded with
     the model's vocabulary (unknown words dropped, empty documents skipped)."""
     from .infer import infer_proportions
@@ -486,8 +547,12 @@ def infer(model, inputs, output, fmt, threads, quiet):
             require_pyarrow()
     except TopicscaleError as exc:
         raise click.BadParameter(str(exc), param_hint="-o") from None
+    _require_dask({"scheduler": scheduler, "workers": workers})
+    worker_threads = threads
     _set_threads(threads)
-    summary = infer_proportions(model, inputs, output, fmt=fmt, progress=_show_progress(quiet))
+    with _cluster(scheduler, workers, worker_threads) as executor:
+        summary = infer_proportions(model, inputs, output, fmt=fmt, progress=_show_progress(quiet),
+                                    executor=executor, shared_files=scheduler is None)
     click.echo(f"wrote {output}: {summary['documents']} documents x {summary['topics']} topics", err=True)
 
 

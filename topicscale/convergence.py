@@ -23,9 +23,13 @@ class RowSample:
         self.rows = np.asarray(rows, dtype=np.int64)
         self.vocab, self.n_words, self.n_docs = corpus.vocab, corpus.n_words, self.rows.shape[0]
 
-    def blocks(self, block_docs=4096):
+    def row_blocks(self, block_docs=4096):
         for start in range(0, self.n_docs, block_docs):
-            yield self.corpus.rows(self.rows[start:start + block_docs])
+            yield self.rows[start:start + block_docs]
+
+    def blocks(self, block_docs=4096):
+        for rows in self.row_blocks(block_docs):
+            yield self.corpus.rows(rows)
 
 
 def training_sample(corpus, seed, n=SAMPLE_DOCS):
@@ -37,9 +41,11 @@ def training_sample(corpus, seed, n=SAMPLE_DOCS):
 
 class PassScorer:
     """score(model) -> per-word log likelihood of the documents scored after every pass: the
-    held-out corpus when there is one, else training_sample; `scored_on` says which."""
+    held-out corpus when there is one, else training_sample; `scored_on` says which. executor:
+    where the documents are read and scored (evaluate.document_completion)."""
 
-    def __init__(self, corpus, heldout, seed):
+    def __init__(self, corpus, heldout, seed, executor=None):
+        self.executor = executor
         if heldout is not None:
             self.documents, self.scored_on = heldout, "the held-out corpus"
             self.few = RowSample(heldout, np.arange(min(WARM_DOCS, heldout.n_docs)))
@@ -50,13 +56,13 @@ class PassScorer:
 
     def __call__(self, model):
         from .evaluate import evaluate_model
-        return evaluate_model(model, self.documents)["per_word_ll"]
+        return evaluate_model(model, self.documents, executor=self.executor)["per_word_ll"]
 
     def warm_up(self, model):
         """Load the scoring's kernels by scoring a few documents (one might be too short to split);
         reads the model only."""
         from .evaluate import evaluate_model
-        evaluate_model(model, self.few)
+        evaluate_model(model, self.few, executor=self.executor)
 
 
 def stopped_converging(scores, min_gain=MIN_GAIN):

@@ -3,8 +3,9 @@ declarations of `fit`'s options (options.py, registry.py), so that a new option 
 
 An estimator of a model takes every option of `fit` that trains a model of that kind: the
 `--algorithm` and `--local` selectors, the options some accepted algorithm and local step of
-the model own, and the run options but those about the output of a run (EXCLUDED; `-o`,
-`--resume`, `--force`, `--config`, `--json` and `--quiet` are not declared options). Names are
+the model own, and the run options but those about the output of a run and where its local
+steps run (EXCLUDED: --scheduler and --workers are `fit`'s; `-o`, `--resume`, `--force`,
+`--config`, `--json` and `--quiet` are not declared options). Names are
 the settings' Python names, K is `n_components` as in scikit-learn, and every default is None:
 "not given", as on the command line, where the run's algorithm decides (e.g. SCVB0's paper
 settings) and the declared defaults fill the rest. Nothing here imports numba or scikit-learn.
@@ -23,7 +24,7 @@ import numpy as np
 from . import options, registry
 
 SELECTORS = ("algorithm", "local")
-EXCLUDED = ("heldout", "eval_every", "checkpoint_every", "checkpoint_seconds", "report")
+EXCLUDED = ("heldout", "eval_every", "checkpoint_every", "checkpoint_seconds", "report", "scheduler", "workers")
 RENAMED = {"n_topics": "n_components"}
 MAX_ITER_NOTE = ("max_iter is the E-step cap (sweeps per document), not the number of passes "
                  "as in scikit-learn's LatentDirichletAllocation: passes are `passes`.")

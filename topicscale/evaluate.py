@@ -111,39 +111,62 @@ def check_shapes(heldout, estep_topics, score_topics, prior):
             raise EvaluationError(f"the prior's {name} has {length} values, but there are K = {K} topics")
 
 
+def completion_block(block, local, estep_rows, score_rows, prior, seed):
+    """Document completion of one CSR block (Rows) whose topics are given as rows of its distinct
+    words (ascending: estep_rows for the local step, score_rows for the predictive): (sum of the
+    held-out tokens' log likelihood, the same with the paper's plug-in or None, held-out tokens,
+    documents scored). The split hashes the global word ids; the kernels read the rows."""
+    words = np.unique(block.indices)
+    (optr, oind, ocnt), (hptr, hind, hcnt) = split_block(block, seed)
+    oind = np.searchsorted(words, oind).astype(np.int32)
+    hind = np.searchsorted(words, hind).astype(np.int32)
+    result = local.fit(optr, oind, ocnt, estep_rows, prior)
+    ll = np.empty(block.n_docs)
+    completion_log_likelihood(hptr, hind, hcnt, np.ascontiguousarray(result.theta), score_rows, ll)
+    total, paper = math.fsum(ll), None
+    if hasattr(result, "theta_paper"):         # CTM: the paper's plug-in softmax(E[theta]) as well
+        completion_log_likelihood(hptr, hind, hcnt, np.ascontiguousarray(result.theta_paper), score_rows, ll)
+        paper = math.fsum(ll)
+    return total, paper, float(hcnt.sum()), int(np.count_nonzero(np.diff(hptr)))
+
+
 def document_completion(heldout, estep_topics, score_topics, prior, local=None, seed=0,
-                        block_docs=4096):
+                        block_docs=4096, executor=None):
     """Per-word predictive log likelihood of `heldout` (a Corpus).
 
     estep_topics (V x K) drive the local step (exp(E[log beta]) for a variational model, or a
     point estimate of beta) with its document-level `prior`; the local step's E[theta] and
     score_topics (V x K, E[beta]) form the predictive sum. Shapes are checked first
     (EvaluationError): both V x K alike, V the held-out vocabulary's size, the prior over K topics.
+    Blocks of block_docs documents are scored by completion_block, in this process or on dask
+    workers (executor: distributed.Executor), and summed in block order: the same score.
     """
+    from .inference.chunks import InProcess
     check_shapes(heldout, estep_topics, score_topics, prior)
     local = local or MeanField()
-    total, paper, tokens, docs = 0.0, 0.0, 0.0, 0
-    for block in heldout.blocks(block_docs):
-        (optr, oind, ocnt), (hptr, hind, hcnt) = split_block(block, seed)
-        result = local.fit(optr, oind, ocnt, estep_topics, prior)
-        ll = np.empty(block.n_docs)
-        completion_log_likelihood(hptr, hind, hcnt, np.ascontiguousarray(result.theta), score_topics, ll)
-        total += math.fsum(ll)
-        if hasattr(result, "theta_paper"):     # CTM: the paper's plug-in softmax(E[theta]) as well
-            completion_log_likelihood(hptr, hind, hcnt, np.ascontiguousarray(result.theta_paper),
-                                      score_topics, ll)
-            paper += math.fsum(ll)
-        tokens += float(hcnt.sum())
-        docs += int(np.count_nonzero(np.diff(hptr)))
+    executor = executor or InProcess(heldout)
+    estep_topics, score_topics = np.asarray(estep_topics), np.asarray(score_topics)
+    args = lambda words: (local, np.ascontiguousarray(estep_topics[words], dtype=np.float64),
+                          np.ascontiguousarray(score_topics[words], dtype=np.float64), prior, seed)
+    total, paper, tokens, docs, with_paper = 0.0, 0.0, 0.0, 0, False
+    documents = getattr(heldout, "corpus", heldout)          # a convergence.RowSample's corpus
+    for block_total, block_paper, block_tokens, block_docs_scored in executor.map_blocks(
+            documents, heldout.row_blocks(block_docs), completion_block, args):
+        total += block_total
+        if block_paper is not None:
+            paper += block_paper
+            with_paper = True
+        tokens += block_tokens
+        docs += block_docs_scored
     per_word = total / tokens if tokens else float("nan")
     out = {"per_word_ll": per_word, "perplexity": math.exp(-per_word) if tokens else float("nan"),
            "documents": docs, "heldout_tokens": tokens}
-    if paper and tokens:
+    if with_paper and paper and tokens:
         out["per_word_ll_paper_predictive"] = paper / tokens
     return out
 
 
-def evaluate_model(model, heldout, fold_in="common", seed=0, local=None):
+def evaluate_model(model, heldout, fold_in="common", seed=0, local=None, executor=None):
     """Document completion (SVI paper, sec. 4) of a model: {per_word_ll, perplexity, documents,
     heldout_tokens, protocol}.
 
@@ -151,7 +174,8 @@ def evaluate_model(model, heldout, fold_in="common", seed=0, local=None):
     fold-in (max_iter 100, tol 1e-3, double) on E[beta] with alpha = 1/K, which is exactly
     evaluate_topics of its E[beta]. fold_in="own": its own local step (`local`, by default the
     one it was trained with) and prior on its E-step topics, scored with E[beta]. HDP and CTM
-    models are scored by their own predictive under either choice (protocol "own").
+    models are scored by their own predictive under either choice (protocol "own"). executor:
+    where the blocks are scored (document_completion).
     """
     if fold_in not in FOLD_INS:
         raise ValueError(f"fold_in must be one of {FOLD_INS}, not {fold_in!r}")
@@ -159,10 +183,11 @@ def evaluate_model(model, heldout, fold_in="common", seed=0, local=None):
     if fold_in == "common" and model.kind in COMMON_KINDS:
         if local is not None:
             raise ValueError("local= is the local step of fold_in='own'; the common fold-in is mean-field")
-        return dict(evaluate_topics(model.expected_beta().T, heldout, seed=seed), protocol="common")
+        return dict(evaluate_topics(model.expected_beta().T, heldout, seed=seed, executor=executor),
+                    protocol="common")
     local = local or registry.local_step_for(model)
     result = document_completion(heldout, registry.local_topics(local, model), model.expected_beta(),
-                                 model.local_prior(), local=local, seed=seed)
+                                 model.local_prior(), local=local, seed=seed, executor=executor)
     return dict(result, protocol="own")
 
 
@@ -199,7 +224,8 @@ def check_topic_matrix(beta, n_words):
                               f"keepdims=True))")
 
 
-def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3, accelerate=False):
+def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3, accelerate=False,
+                    executor=None):
     """Fold-in score of any K x V row-stochastic topic matrix (e.g. another tool's topics):
     the mean-field local step with beta as a point estimate, alpha = 1/K unless given (one value
     or K). The common protocol of evaluate_model. Refuses (EvaluationError) a matrix that is not
@@ -213,4 +239,5 @@ def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3, a
         alpha = np.full(K, float(alpha))
     if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
         raise EvaluationError(f"alpha must be positive and finite, not {alpha}")
-    return document_completion(heldout, beta, beta, alpha, MeanField(max_iter, tol, accelerate), seed=seed)
+    return document_completion(heldout, beta, beta, alpha, MeanField(max_iter, tol, accelerate), seed=seed,
+                               executor=executor)

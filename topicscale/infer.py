@@ -2,23 +2,41 @@
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from . import registry
-from .corpus.shards import Corpus
+from .corpus.shards import Corpus, is_url, open_corpus
+from .errors import TopicscaleError
 from .models import load_model
 from .tables import table_format, table_writer
 
 
-def infer_proportions(model_path, inputs, output, fmt=None, progress=False):
+def infer_proportions(model_path, inputs, output, fmt=None, progress=False, executor=None,
+                      shared_files=True):
     """`topicscale infer`: E[theta] = gamma / sum(gamma) for each document, ids first; the table's
-    format by the extension of `output` (.tsv, .csv, .npy, .parquet)."""
+    format by the extension of `output` (.tsv, .csv, .npy, .parquet). executor: where the blocks
+    are read and fitted (distributed.Executor; default this process); shared_files=False (a
+    remote cluster) refuses raw INPUTS, whose prepared corpus would be a temporary folder here."""
     table_format(output)
     model = load_model(model_path)
-    if len(inputs) == 1 and (Path(inputs[0]) / "manifest.json").is_file():
-        return _infer_corpus(model, Corpus(inputs[0]), output)
+    if len(inputs) == 1 and (is_url(inputs[0]) or (Path(inputs[0]) / "manifest.json").is_file()):
+        return _infer_corpus(model, open_corpus(inputs[0]), output, executor)
+    if not shared_files:
+        raise TopicscaleError("with --scheduler, infer reads a prepared corpus every worker can read "
+                              "(`topicscale prepare` it to a shared folder or an fsspec URL first), "
+                              "not raw INPUTS")
     from .corpus.prepare import prepare
     with tempfile.TemporaryDirectory(prefix="topicscale-infer-") as tmp:
         prepare(inputs, Path(tmp) / "corpus", fmt=fmt, vocab=model_path, progress=progress)
-        return _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output)
+        return _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output, executor)
+
+
+def theta_block(block, local, rows, prior):
+    """E[theta] (D x K) of a CSR block (Rows) by `local` on `rows`, the topic rows of the block's
+    distinct words (ascending): what each block of `infer` computes, here or on a worker."""
+    words = np.unique(block.indices)
+    local_ids = np.searchsorted(words, block.indices).astype(np.int32)
+    return local.fit(block.indptr, local_ids, block.counts, rows, prior).theta
 
 
 def proportions(model, local, blocks):
@@ -37,11 +55,19 @@ def proportion_blocks(model, corpus):
     return proportions(model, registry.local_step_for(model), corpus.blocks())
 
 
-def _infer_corpus(model, corpus, output):
-    """Stream E[theta] block by block into the output (memory holds one block)."""
+def _infer_corpus(model, corpus, output, executor=None):
+    """Stream E[theta] block by block (theta_block, in this process or on the executor's
+    workers) into the output, in row order (memory holds a few blocks)."""
+    from .evaluate import check_vocabulary
+    from .inference.chunks import InProcess
+    check_vocabulary(model.vocab, corpus)
     K = model.n_topics
+    local = registry.local_step_for(model)
+    topics, prior = registry.local_topics(local, model), model.local_prior()
+    args = lambda words: (local, np.ascontiguousarray(topics[words], dtype=np.float64), prior)
     ids = corpus.iter_ids()
+    executor = executor or InProcess(corpus)
     with table_writer(output, [f"topic_{k}" for k in range(K)], corpus.n_docs) as write:
-        for block, theta in proportion_blocks(model, corpus):
-            write([next(ids) for _ in range(block.n_docs)], theta)
+        for theta in executor.map_blocks(corpus, corpus.row_blocks(), theta_block, args):
+            write([next(ids) for _ in range(theta.shape[0])], theta)
     return {"documents": corpus.n_docs, "topics": K}

@@ -12,6 +12,7 @@ import click
 
 from . import registry
 from .errors import TopicscaleError
+from .inference.chunks import CHUNK_DOCS
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,21 @@ RUN_OPTIONS = (
     Option("time_limit", ("--time-limit",), click.FloatRange(0, min_open=True),
            "Stop after this many seconds of training."),
     Option("seed", ("--seed",), int, "Seed: same seed, same model, bit for bit.", 0),
-    Option("threads", ("--threads",), int, "Threads for the E-step (the model does not depend on it).",
-           default_text="all cores"),
+    Option("threads", ("--threads",), int, "Threads for the E-step (the model does not depend on it); "
+           "with --scheduler or --workers, the numba threads of each dask worker too.",
+           default_text="all cores; a dask worker 1"),
+    Option("chunk_docs", ("--chunk-docs",), click.IntRange(1),
+           "Documents per chunk of a minibatch's local step, a dask worker's unit of work. The chunks are "
+           "fixed by this count and their statistics added in chunk order, on one machine as on any number "
+           "of workers, so the model does not depend on where they run (it changes with this count, in the "
+           "rounding of the sums).", CHUNK_DOCS),
+    Option("scheduler", ("--scheduler",), str,
+           "Run the local steps on the dask cluster whose scheduler is at this address (e.g. "
+           "tcp://HOST:8786; workers started with --nthreads 1, reading CORPUS at the same path or URL); "
+           "the global step stays here. Needs topicscale[dask]."),
+    Option("workers", ("--workers",), click.IntRange(1),
+           "Run the local steps on a dask LocalCluster of this many worker processes on this machine. "
+           "Needs topicscale[dask]."),
     Option("heldout", ("--heldout",), click.Path(exists=True, file_okay=False),
            "Held-out corpus scored during and after training (eval's default protocol)."),
     Option("eval_every", ("--eval-every",), click.IntRange(1), "Minibatches between held-out evaluations.",
@@ -103,7 +117,9 @@ RUN_OPTIONS = (
 )
 BY_NAME = {o.name: o for o in PART_OPTIONS + RUN_OPTIONS}
 # options a run may change on --resume (the rest come from the checkpoint)
-RESUME_OPTIONS = ("threads", "report")
+RESUME_OPTIONS = ("threads", "report", "scheduler", "workers")
+# options that say where the local steps run (topicscale/distributed.py), never what is computed
+CLUSTER_OPTIONS = ("scheduler", "workers")
 
 
 def flag(name):
@@ -180,12 +196,20 @@ def check(config):
         if config.get(name) == "auto" and model != "lda":
             raise TopicscaleError(f"{flag(name)} auto goes with --model lda (learned priors are LDA's), "
                                   f"not with --model {model}")
+    check_cluster(config)
     if config.get("eval_every") is not None and not config.get("heldout"):
         raise TopicscaleError("--eval-every goes with --heldout (it schedules held-out evaluations)")
     tau = config.get("tau")
     if tau is not None and tau < 1 and algorithm != "scvb0":
         raise TopicscaleError(f"--tau {tau:g} would make the first step size tau^-kappa exceed 1: "
                               "--tau must be at least 1 (rho_t = (tau + t)^-kappa, t = 0 at the first minibatch)")
+
+
+def check_cluster(config):
+    """--scheduler (a cluster that runs) and --workers (one started here) exclude each other."""
+    if config.get("scheduler") is not None and config.get("workers") is not None:
+        raise TopicscaleError("--scheduler and --workers do not go together: --scheduler runs on an "
+                              "existing dask cluster, --workers starts one on this machine")
 
 
 def check_resume(config):

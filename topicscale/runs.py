@@ -8,6 +8,7 @@ A model folder during a run:
     model.npz        the finished (or, after a signal, the partial) model
     metrics.jsonl    all finished runs' metrics
 """
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 
 from . import convergence, options, registry
 from .atomic import atomic_file
-from .corpus.shards import Corpus
+from .corpus.shards import Corpus, open_corpus
 from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
 from .models import load_model, store
@@ -25,7 +26,8 @@ from .train import RunLimits, RunState, planned_docs, train
 CHECKPOINT_FILE = "checkpoint.npz"
 # fit settings that describe one run rather than the model (not saved in the model's settings)
 RUN_ONLY = {"output", "threads", "force", "init_model", "heldout", "eval_every", "checkpoint_every",
-            "checkpoint_seconds", "passes", "max_docs", "time_limit", "n_topics", "alpha", "eta", "report"}
+            "checkpoint_seconds", "passes", "max_docs", "time_limit", "n_topics", "alpha", "eta", "report",
+            *options.CLUSTER_OPTIONS}
 RUN_LOG = ".run.jsonl"
 # model settings that say a prior is learned (--alpha auto, --eta auto: inference/priors.py)
 LEARNED = ("alpha_auto", "eta_auto")
@@ -55,7 +57,7 @@ def default_local(config):
     key = (config["model"], config["algorithm"])
     if key in registry.ADAPTIVE_DEFAULT:
         long_docs, short_docs = registry.ADAPTIVE_DEFAULT[key]
-        corpus = Corpus(config["corpus"])
+        corpus = open_corpus(config["corpus"])
         total = planned_docs(corpus.n_docs, run_limits(config))
         updates = float("inf") if total is None else total / config["batch_size"]
         if (corpus.nnz < registry.SHORT_DOCUMENT_WORDS * corpus.n_docs
@@ -76,6 +78,7 @@ def run_limits(config):
         else:
             passes, min_gain = convergence.MAX_PASSES, convergence.MIN_GAIN
     return RunLimits(batch_size=config["batch_size"], passes=passes, min_gain=min_gain,
+                     chunk_docs=config.get("chunk_docs") or RunLimits.chunk_docs,
                      max_docs=config.get("max_docs") or 0,
                      time_limit=config.get("time_limit") or 0.0, eval_every=config.get("eval_every") or 0,
                      checkpoint_every=config.get("checkpoint_every") or 0,
@@ -136,9 +139,11 @@ def build_algorithm(model, config, corpus):
                           settings={**config, "corpus_tokens": corpus.n_tokens})
 
 
-def run_fit(config, resume=False, progress=False, say=print):
+def run_fit(config, resume=False, progress=False, say=print, worker_threads=None):
     """`topicscale fit`. `config` holds every fit option (see cli.fit); with resume=True it is
-    read from OUTPUT's checkpoint instead. Returns (summary, signal number or None)."""
+    read from OUTPUT's checkpoint instead (but for the RESUME_OPTIONS, --scheduler and --workers
+    among them: without them a run continues in this process). worker_threads: numba threads of
+    each dask worker (--threads as given; default 1). Returns (summary, signal number or None)."""
     output = Path(config["output"])
     if resume:
         if not (output / CHECKPOINT_FILE).is_file():
@@ -155,6 +160,7 @@ def run_fit(config, resume=False, progress=False, say=print):
             model, saved, state, algo_state, log_bytes = _load_checkpoint(output)
             saved["threads"] = config["threads"]
             saved["report"] = config.get("report") or saved.get("report")
+            saved.update({name: config.get(name) for name in options.CLUSTER_OPTIONS})
             config = saved
             say(f"resuming {output} at epoch {state.epoch}, minibatch {state.batch} "
                 f"(step {model.step}, {state.docs} documents done)")
@@ -164,15 +170,39 @@ def run_fit(config, resume=False, progress=False, say=print):
             model, algo_state = None, None
             state = RunState()
             (output / RUN_LOG).write_text("")
-        corpus = Corpus(config["corpus"])
+        corpus = open_corpus(config["corpus"])
         heldout = Corpus(config["heldout"]) if config["heldout"] else None
         if model is None:
             model = new_model(config, corpus)
-        return _run(model, config, corpus, heldout, state, algo_state, output, progress, say,
-                    fresh=not resume)
+        with contextlib.ExitStack() as stack:
+            executor = None
+            if any(config.get(name) for name in options.CLUSTER_OPTIONS):
+                executor = stack.enter_context(cluster_for(config, worker_threads, say))
+            return _run(model, config, corpus, heldout, state, algo_state, output, progress, say,
+                        fresh=not resume, executor=executor)
 
 
-def _run(model, config, corpus, heldout, state, algo_state, output, progress, say, fresh):
+def cluster_for(config, worker_threads, say):
+    """The dask cluster a run's --scheduler or --workers names (distributed.cluster), said."""
+    from .distributed import cluster
+    where = (f"the dask scheduler at {config['scheduler']}" if config.get("scheduler")
+             else f"a local dask cluster of {config['workers']} worker processes")
+    n = worker_threads or 1
+    say(f"running the local steps on {where} ({n} numba thread{'s' if n != 1 else ''} a worker)")
+    return cluster(config.get("scheduler"), config.get("workers"), worker_threads)
+
+
+def _say_chunks(executor, limits, say):
+    """A note when a minibatch has fewer chunks than the cluster has workers (some stay idle)."""
+    chunks, workers = -(-limits.batch_size // limits.chunk_docs), executor.n_workers
+    if chunks < workers:
+        say(f"note: minibatches of {limits.batch_size} documents make {chunks} chunk(s) of at most "
+            f"{limits.chunk_docs}, so at most {chunks} of the {workers} workers work at a time; "
+            f"--batch-size {workers * limits.chunk_docs} (or a smaller --chunk-docs) keeps them all busy "
+            "(README: Running on a cluster)")
+
+
+def _run(model, config, corpus, heldout, state, algo_state, output, progress, say, fresh, executor=None):
     from .evaluate import check_vocabulary, evaluate_model
     if heldout is not None:
         check_vocabulary(model.vocab, heldout)
@@ -181,8 +211,11 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     if algo_state:
         algo.restore_state(algo_state)
     limits = run_limits(config)
-    evaluate = (lambda m: evaluate_model(m, heldout)) if heldout else None      # eval's default protocol
-    score_pass = convergence.PassScorer(corpus, heldout, config["seed"])
+    if executor is not None:
+        executor.fitting(corpus, limits.chunk_docs)
+        _say_chunks(executor, limits, say)
+    evaluate = (lambda m: evaluate_model(m, heldout, executor=executor)) if heldout else None  # eval's default
+    score_pass = convergence.PassScorer(corpus, heldout, config["seed"], executor=executor)
     log = open(output / RUN_LOG, "a", encoding="utf-8")
 
     def record(r):
@@ -199,9 +232,12 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         with StopOnSignal(say) as stop:
             summary, finished = train(algo, corpus, limits, config["seed"], evaluate=evaluate,
                                       on_record=record, progress=progress, state=state,
-                                      checkpoint=checkpoint, stop_requested=stop, score_pass=score_pass)
+                                      checkpoint=checkpoint, stop_requested=stop, score_pass=score_pass,
+                                      executor=executor)
         summary.update(topics=model.n_topics, local=config["local"], threads=config["threads"],
                        step=model.step)
+        if executor is not None:
+            summary.update(workers=executor.n_workers, worker_threads=executor.threads)
         if limits.min_gain:
             summary["scored_on"] = score_pass.scored_on
         if not finished:                        # stopped by a signal: partial model + checkpoint

@@ -5,7 +5,9 @@ SufficientStats (LDA): word_topic[j, k] = sum_d sum_n c_dn phi_dnk over the toke
 `words[j]` (the expected topic-word counts of SVI paper eq. 35). HDPStats adds the corpus
 sticks' table counts (SVI paper, figure 9, step 11), CTMStats the logistic-normal moments of the
 CTM's M-step (Wang and Blei 2013, sec. 5.1). The same types carry the work of threads, processes
-or distributed workers to the global step.
+or distributed workers to the global step: `summed(words, parts)` adds the statistics of a
+minibatch's chunks (inference/chunks.py) in the order given, so the sum does not depend on where
+the chunks ran.
 """
 from dataclasses import dataclass
 
@@ -30,6 +32,18 @@ class SufficientStats:
     def scaled(self, factor):
         return SufficientStats(self.words, self.word_topic * factor, self.n_docs, self.n_tokens)
 
+    @classmethod
+    def summed(cls, words, parts):
+        """The statistics of the union of `parts` (each over a subset of `words`, sorted unique),
+        added part by part in the order given (the same order, the same bits)."""
+        out = np.zeros((words.shape[0], parts[0].word_topic.shape[1]))
+        n_docs, n_tokens = 0, 0.0
+        for part in parts:
+            out[np.searchsorted(words, part.words)] += part.word_topic
+            n_docs += part.n_docs
+            n_tokens += part.n_tokens
+        return SufficientStats(words, out, n_docs, n_tokens)
+
 
 @dataclass
 class HDPStats(SufficientStats):
@@ -49,6 +63,14 @@ class HDPStats(SufficientStats):
     def scaled(self, factor):
         return HDPStats(self.words, self.word_topic * factor, self.n_docs, self.n_tokens,
                         self.tables * factor)
+
+    @classmethod
+    def summed(cls, words, parts):
+        topics = SufficientStats.summed(words, parts)
+        tables = np.zeros_like(parts[0].tables)
+        for part in parts:
+            tables += part.tables
+        return HDPStats(topics.words, topics.word_topic, topics.n_docs, topics.n_tokens, tables)
 
 
 @dataclass
@@ -74,3 +96,12 @@ class CTMStats:
     def scaled(self, factor):
         return CTMStats(self.topics.scaled(factor), self.mu_sum * factor, self.second_sum * factor,
                         self.bound * factor)
+
+    @classmethod
+    def summed(cls, words, parts):
+        mu, second, bound = np.zeros_like(parts[0].mu_sum), np.zeros_like(parts[0].second_sum), 0.0
+        for part in parts:
+            mu += part.mu_sum
+            second += part.second_sum
+            bound += part.bound
+        return CTMStats(SufficientStats.summed(words, [p.topics for p in parts]), mu, second, bound)

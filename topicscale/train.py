@@ -1,5 +1,7 @@
 """The one driver loop: stream -> local step -> global step -> progress -> held-out evaluation
 -> checkpoint. Algorithms plug in through `step(batch) -> metrics`; the loop does not change.
+Where the local steps run is the executor's business: this process (inference/chunks.InProcess)
+or dask workers (distributed.py); the global step always runs here.
 """
 import time
 from dataclasses import asdict, dataclass, field
@@ -9,6 +11,7 @@ from tqdm import tqdm
 from .convergence import stopped_converging
 from .corpus.stream import MinibatchStream, StreamPosition
 from .errors import TopicscaleError
+from .inference.chunks import CHUNK_DOCS, InProcess
 
 
 @dataclass
@@ -21,6 +24,7 @@ class RunLimits:
     checkpoint_every: int = 0    # minibatches between checkpoints, 0: none by count
     checkpoint_seconds: float = 0.0  # seconds between checkpoints, 0: none by time
     min_gain: float = 0.0        # stop when a pass gains less (convergence.py), 0: no such stop
+    chunk_docs: int = CHUNK_DOCS  # documents per chunk of a minibatch's local step (inference/chunks.py)
 
 
 @dataclass
@@ -54,7 +58,7 @@ def planned_docs(n_docs, limits):
 
 
 def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progress=True,
-          state=None, checkpoint=None, stop_requested=None, score_pass=None):
+          state=None, checkpoint=None, stop_requested=None, score_pass=None, executor=None):
     """Run `algorithm` over minibatches of `corpus` until passes, max_docs or time_limit, or
     (limits.min_gain) until a pass improves score_pass(model) -> float by less than min_gain
     (convergence.PassScorer, whose warm_up(model) loads its kernels before the clock starts).
@@ -63,7 +67,10 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     train). evaluate(model) -> dict runs every `eval_every` minibatches and at the end; on_record(dict)
     gets one record per minibatch and per evaluation; checkpoint(state) is called every
     `checkpoint_every` minibatches or `checkpoint_seconds`; stop_requested() -> bool is polled
-    at each minibatch boundary (signals). Returns (summary dict, finished: bool).
+    at each minibatch boundary (signals). executor: where minibatches are read and their local
+    steps run (default: this process, in chunks of limits.chunk_docs documents; a
+    distributed.Executor also warms its workers' kernels before the clock starts).
+    Returns (summary dict, finished: bool).
     """
     state = state or RunState()
     stream = MinibatchStream(corpus, limits.batch_size, seed)
@@ -71,6 +78,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     record = on_record or (lambda r: None)
     stop_requested = stop_requested or (lambda: False)
     model = algorithm.model
+    executor = executor or InProcess(corpus, limits.chunk_docs)
     bar = tqdm(total=total, initial=state.docs, unit="doc", disable=not progress, dynamic_ncols=True,
                leave=False)
     last_checkpoint = time.monotonic()
@@ -86,15 +94,21 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     # numba loads its cached kernels (or compiles them) on their first call in a process: done
     # here, when the algorithm offers it, and reported apart from the training time
     kernel_load_seconds = None
-    if hasattr(algorithm, "warm_up") or limits.min_gain:
+    warm_batch = getattr(executor, "warm_batch", None)       # a distributed run's workers
+    if hasattr(algorithm, "warm_up") or limits.min_gain or warm_batch:
         t_load = time.perf_counter()
-        if hasattr(algorithm, "warm_up"):
+        if warm_batch and hasattr(algorithm, "warm_up"):
+            algorithm.warm_up(warm_batch())
+        elif warm_batch:
+            from .inference.local_steps.base import estep_statistics
+            estep_statistics(algorithm.local, warm_batch(), model)
+        elif hasattr(algorithm, "warm_up"):
             algorithm.warm_up()
         if limits.min_gain:
             score_pass.warm_up(model)
         kernel_load_seconds = time.perf_counter() - t_load
     finished = False
-    batches = stream(StreamPosition(state.epoch, state.batch))
+    batches = executor.minibatches(stream, StreamPosition(state.epoch, state.batch))
     try:
         while True:
             if state.stopped == "converged":

@@ -187,6 +187,20 @@ class CorpusWriter:
         return False
 
 
+def open_corpus(location):
+    """The corpus at `location`: a folder (Corpus), or an fsspec URL such as s3://, gs:// or
+    file:// (corpus/remote.py, which needs fsspec and the URL's own package, e.g. s3fs)."""
+    if is_url(location):
+        from .remote import RemoteCorpus
+        return RemoteCorpus(location)
+    return Corpus(location)
+
+
+def is_url(location):
+    """Whether a corpus location is a URL (scheme://...) rather than a path."""
+    return "://" in str(location)
+
+
 class Corpus:
     """A native corpus opened read-only; shards are memory-mapped on first use."""
 
@@ -200,6 +214,15 @@ class Corpus:
             m = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             raise InputError(manifest_path, None, f"unreadable manifest: {exc}") from None
+        self._take_manifest(m, manifest_path)
+
+    @property
+    def location(self):
+        """Where the corpus is, as workers open it (open_corpus)."""
+        return str(self.path)
+
+    def _take_manifest(self, m, manifest_path):
+        """Check a parsed manifest and take its counts and shards."""
         if m.get("format") != FORMAT:
             raise InputError(manifest_path, None, "not a topicscale corpus manifest")
         if m.get("version", 0) > VERSION:
@@ -305,10 +328,15 @@ class Corpus:
                 _read_slices(path, offset, starts[docs], lengths[docs], out, out_ptr[docs])
         return Rows(rows, out_ptr, indices, raw_counts.astype(np.float64))
 
+    def row_blocks(self, block_docs=10_000):
+        """The row numbers of `blocks`, block by block."""
+        for start in range(0, self.n_docs, block_docs):
+            yield np.arange(start, min(start + block_docs, self.n_docs))
+
     def blocks(self, block_docs=10_000):
         """Stream the corpus in row order as CSR blocks of at most `block_docs` documents."""
-        for start in range(0, self.n_docs, block_docs):
-            yield self.rows(np.arange(start, min(start + block_docs, self.n_docs)))
+        for rows in self.row_blocks(block_docs):
+            yield self.rows(rows)
 
     def token_blocks(self):
         """Stream a --keep-order corpus's documents in reading order, a shard at a time:

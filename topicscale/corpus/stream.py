@@ -45,12 +45,17 @@ class MinibatchStream:
     def batches_per_epoch(self):
         return -(-self.corpus.n_docs // self.batch_size)
 
-    def __call__(self, start=StreamPosition()):
-        """Yield (position, Rows) forever, starting at `start`; position is that of the batch."""
+    def positions(self, start=StreamPosition()):
+        """Yield (position, row numbers of the minibatch) forever, starting at `start`: what a
+        distributed run sends its workers, which read the documents themselves."""
         epoch, batch = start.epoch, start.batch
         while True:
             order = self.epoch_order(epoch)
             for b in range(batch, self.batches_per_epoch()):
-                rows = order[b * self.batch_size:(b + 1) * self.batch_size]
-                yield StreamPosition(epoch, b), self.corpus.rows(rows)
+                yield StreamPosition(epoch, b), order[b * self.batch_size:(b + 1) * self.batch_size]
             epoch, batch = epoch + 1, 0
+
+    def __call__(self, start=StreamPosition()):
+        """Yield (position, Rows) forever, starting at `start`; position is that of the batch."""
+        for position, rows in self.positions(start):
+            yield position, self.corpus.rows(rows)

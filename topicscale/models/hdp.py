@@ -139,8 +139,8 @@ class HDPModel:
             return default if value is None else value
         docs = config.get("corpus_docs")
         if docs is None and config.get("corpus"):
-            from ..corpus.shards import Corpus
-            docs = Corpus(config["corpus"]).n_docs
+            from ..corpus.shards import open_corpus
+            docs = open_corpus(config["corpus"]).n_docs
         return cls.initial(vocab, int(get("n_topics", DEFAULT_TOPICS)), get("alpha", DEFAULT_ALPHA),
                            get("omega", DEFAULT_OMEGA), get("eta", DEFAULT_ETA), rng,
                            corpus_docs=docs or DEFAULT_DOCS)

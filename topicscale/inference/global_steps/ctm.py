@@ -27,7 +27,7 @@ paper's start.
 import numpy as np
 
 from ...kernels.topic_matrix import step_towards
-from ..local_steps.base import estep_statistics, step_metrics
+from ..local_steps.base import estep_statistics, on_documents, step_metrics
 from ..schedule import advance, robbins_monro
 
 
@@ -84,7 +84,8 @@ def _seed_fresh_model(algo, batch):
     m = algo.model
     if not algo.seeding or m.step or m.docs_seen or batch.n_docs == 0:
         return
-    words, lam = seed_topics(batch, m.n_topics, m.eta, np.random.default_rng([algo.seed, 0x5EED]))
+    words, lam = on_documents(batch, seed_topics, m.n_topics, m.eta,
+                              np.random.default_rng([algo.seed, 0x5EED]))
     m.lam[...] = m.eta
     m.lam[words] = lam
 

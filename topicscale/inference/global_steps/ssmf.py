@@ -60,7 +60,7 @@ counter and lambda are in the model), so checkpoints need nothing from this clas
 """
 import numpy as np
 
-from ..local_steps.base import step_metrics
+from ..local_steps.base import minibatch_words, step_metrics
 from ..priors import update_priors
 from ..schedule import advance, robbins_monro
 from .ssmf_a import SSMFA, log_gamma_variates, ramp
@@ -134,7 +134,7 @@ class SSMF(SSMFA):
         m = self.model
         rng = np.random.default_rng([self.seed, m.step])
         log_x = self.draw(rng)
-        words = np.unique(batch.indices).astype(np.int64)
+        words = minibatch_words(batch)
         log_beta = log_normalise(log_x)[words]
         rows = np.exp(log_beta - log_beta.max(axis=1, keepdims=True))
         stats, result = self.local_statistics(batch, rows, rng)

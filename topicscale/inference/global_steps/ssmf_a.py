@@ -24,7 +24,7 @@ the same whatever the number of threads.
 """
 import numpy as np
 
-from ..local_steps.base import step_metrics
+from ..local_steps.base import minibatch_statistics, minibatch_words, step_metrics
 from ..priors import update_priors
 from ..schedule import advance, robbins_monro
 from .svi import SVI
@@ -85,7 +85,7 @@ class SSMFA:
     def step(self, batch):
         m = self.model
         rng = np.random.default_rng([self.seed, m.step])
-        words = np.unique(batch.indices).astype(np.int64)
+        words = minibatch_words(batch)
         m.settle()      # step 5 reads all of lambda (column sums): settle in place, not a fresh copy
         _, rows = sample_topic_rows(m.lam, words, rng)
         stats, result = self.local_statistics(batch, rows, rng)
@@ -99,7 +99,7 @@ class SSMFA:
         (e.g. mean-field's estep_beta), with a seed drawn from `rng`. Returns
         (SufficientStats, result)."""
         local_seed = int(rng.integers(0, 2 ** 63))
-        return self.local.statistics(batch, self.model, rows, seed=local_seed)
+        return minibatch_statistics(self.local, batch, self.model, rows, seed=local_seed)
 
     warm_up = SVI.warm_up           # load the kernels before the timed run (train)
 

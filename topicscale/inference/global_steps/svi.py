@@ -27,11 +27,12 @@ class SVI:
         update_priors(self.model, result, self.last_rho)
         return {"rho": self.last_rho, **step_metrics(result)}
 
-    def warm_up(self):
+    def warm_up(self, batch=None):
         """Load (or compile) the local step's kernels, by its `statistics` on a minibatch of one
-        token and its default topics, and the update's (see train: not counted as training time);
-        leaves the model untouched."""
-        estep_statistics(self.local, one_word_batch(), self.model)
+        token (`batch`, default one_word_batch(); a distributed run's runs on every worker) and
+        its default topics, and the update's (see train: not counted as training time); leaves
+        the model untouched."""
+        estep_statistics(self.local, one_word_batch() if batch is None else batch, self.model)
         K = self.model.n_topics
         none, no_stats = np.zeros(0, dtype=np.int64), np.zeros((0, K))
         affine_step_summed(np.ones((1, K)), 1.0, 0.0, none, 0.0, no_stats)      # the settling step

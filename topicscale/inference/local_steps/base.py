@@ -1,5 +1,7 @@
 """What every local step shares: the contract below, LocalResult (the result of the LDA document
-steps: mean-field, CVB0, Gibbs), step_metrics, estep_statistics and one_word_batch.
+steps: mean-field, CVB0, Gibbs), step_metrics, one_word_batch, and how a global step reaches a
+minibatch (estep_statistics, minibatch_statistics, minibatch_words, on_documents: in its chunks,
+in this process or on dask workers, inference/chunks.py).
 
 A local step fits each document's variational parameters given the global topics (SSMF paper,
 sec. 2.5: any E-step pairs with any global step). The contract every local step keeps:
@@ -58,11 +60,37 @@ def step_metrics(result):
     return out
 
 
+def minibatch_words(batch):
+    """The ascending distinct word ids (int64) of a minibatch: its own `words` when it keeps them
+    (inference/chunks.Minibatch, or a distributed minibatch, whose workers sent them), else those
+    of its documents (Rows)."""
+    words = getattr(batch, "words", None)
+    return words if words is not None else distinct_words(batch.indices)[0]
+
+
+def minibatch_statistics(local, batch, model, topics, seed=None):
+    """`local` on a minibatch given `topics`, the rows of its distinct words (minibatch_words):
+    (stats, result), in the minibatch's chunks wherever they run (inference/chunks.py); a plain
+    Rows is cut by the default rule. A step that samples gets its seed for the minibatch here
+    (its `minibatch_seed` of the model when none is given), so chunks need no model step."""
+    from ..chunks import Minibatch
+    if seed is None and hasattr(local, "minibatch_seed"):
+        seed = local.minibatch_seed(model)
+    if not hasattr(batch, "statistics"):
+        batch = Minibatch(batch)
+    return batch.statistics(local, model, topics, seed=seed)
+
+
+def on_documents(batch, fn, *args):
+    """fn(the minibatch's documents as Rows, *args), run where the documents are (on a worker for
+    a distributed minibatch: the client does not read documents)."""
+    return batch.apply(fn, *args) if hasattr(batch, "apply") else fn(batch, *args)
+
+
 def estep_statistics(local, batch, model):
     """`local`'s statistics on the topics it runs on by default for `model` (its estep_topics at
     the minibatch's words): the local step of every global step but SSMF and SSMF-A."""
-    words, _ = distinct_words(batch.indices)
-    return local.statistics(batch, model, local.estep_topics(model, words))
+    return minibatch_statistics(local, batch, model, local.estep_topics(model, minibatch_words(batch)))
 
 
 def one_word_batch():
