@@ -114,6 +114,21 @@ def cvb0_statistics(indptr, indices, counts, topics, alpha, n_words, **settings)
     return stats, np.array(gammas)
 
 
+def expected_tables(gamma, prior):
+    """Expected table counts summed over documents (kernels/tables.py): a topic with expected
+    count n = gamma - a > 0 and occupancy q = 1 - exp(-n) adds q a (psi(a + n/q) - psi(a))."""
+    n = gamma - prior[None, :]
+    safe = np.where(n > 0, n, 1.0)
+    q = -np.expm1(-safe)
+    m = q * prior[None, :] * (digamma(prior[None, :] + safe / q) - digamma(prior[None, :]))
+    return np.where(n > 0, m, 0.0).sum(axis=0)
+
+
+def antoniak_mean(a, n):
+    """E[tables] of n customers in a Chinese restaurant with concentration a: sum_{j<n} a/(a+j)."""
+    return sum(a / (a + j) for j in range(n))
+
+
 # ------------------------------------------------------------------ collapsed Gibbs given beta
 _MASK64 = (1 << 64) - 1
 

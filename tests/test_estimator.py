@@ -121,7 +121,7 @@ def test_parameters_are_the_fit_options_of_the_model(kind):
     assert all(fit[n].default is None for n in options.BY_NAME)     # click passes None when unset
     assert {"max_iter", "n_components", "passes", "seed", "algorithm", "local"} <= set(got)
     assert ("omega" in got) == (kind == "hdp") and ("alpha" in got) == (kind != "ctm")
-    assert ("estep_beta" in got) == (kind == "lda")
+    assert ("estep_beta" in got) == (kind in ("lda", "hdp"))     # the mean-field step of both
     doc = type(estimator).__doc__
     assert "max_iter is the E-step cap" in doc
     assert all(f"\n{name} : default=None" in doc for name in got)

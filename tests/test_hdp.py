@@ -63,6 +63,7 @@ def fit(corpus, K=50, T=15, passes=3, seed=1, threads=None, model=None, batch_si
     try:
         model = model or HDPModel.initial(corpus.vocab, K, 1.0, 1.0, 0.01, np.random.default_rng(seed),
                                           corpus_docs=corpus.n_docs)
+        model.settings.setdefault("local", "hdp")       # the paper's step (not the default)
         summary, _ = train(HDPSVI(model, HDPLocal(doc_truncation=T), corpus.n_docs, tau=64.0, kappa=0.7),
                            corpus, RunLimits(batch_size=batch_size, passes=passes), seed, progress=False)
     finally:
@@ -205,6 +206,7 @@ def test_save_load_round_trip_and_continued_training(hdp_corpus, tmp_path):
     assert (loaded.alpha, loaded.omega, loaded.eta, loaded.step, loaded.docs_seen, loaded.settings) == \
         (model.alpha, model.omega, model.eta, model.step, model.docs_seen, model.settings)
     assert evaluate_model(loaded, heldout) == evaluate_model(model, heldout)
+    model.settle()          # the file holds lambda settled (models/topics.py), so settle the model too
     a, _ = fit(corpus, passes=0.2, model=model, seed=3)
     b, _ = fit(corpus, passes=0.2, model=loaded, seed=3)
     assert np.array_equal(a.lam, b.lam) and np.array_equal(a.a, b.a)
@@ -365,7 +367,7 @@ def test_stop_and_resume_is_bit_identical(hdp_corpus, tmp_path, monkeypatch):
     model an uninterrupted run writes (lambda and the corpus sticks travel in the checkpoint)."""
     from topicscale import guards
     _, corpus, _ = hdp_corpus
-    args = ["fit", corpus.path, "--model", "hdp", "-k", "12", "--batch-size", "300", "--passes", "1",
+    args = ["fit", corpus.path, "--model", "hdp", "--local", "hdp", "-k", "12", "--batch-size", "300", "--passes", "1",
             "--seed", "3"]
     run(*args, "-o", tmp_path / "whole")
     calls = {"n": 0}

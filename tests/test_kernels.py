@@ -437,7 +437,8 @@ def test_lazy_global_step_matches_the_eager_update(monkeypatch, settle_below):
     settle (0.5: every few steps); column totals, E[beta] rows and exp(E[log beta]) rows read
     the lazy form without settling it."""
     import topicscale.models.lda as lda
-    monkeypatch.setattr(lda, "SETTLE_BELOW", settle_below)
+    import topicscale.models.topics as topics
+    monkeypatch.setattr(topics, "SETTLE_BELOW", settle_below)
     rng = np.random.default_rng(11)
     V, K = 80, 6
     model = lda.LDAModel.initial([f"w{i}" for i in range(V)], K, 0.1, 0.01, rng)
@@ -541,7 +542,9 @@ def test_hdp_and_ctm_finiteness_checks_every_parameter(kind):
     others = ("a", "b") if kind == "hdp" else ("mu0", "sigma0")
     for name in ("lam",) + others:
         original = getattr(model, name).copy()
-        getattr(model, name).flat[-1] = np.nan if name == "lam" else np.inf
+        broken = original.copy()                 # (an HDP's lam is read-only: it is assigned)
+        broken.flat[-1] = np.nan if name == "lam" else np.inf
+        setattr(model, name, broken)
         assert not model.is_finite(), name
         setattr(model, name, original)
         assert model.is_finite()

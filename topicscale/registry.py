@@ -64,7 +64,7 @@ MATRIX = (
     Cell("lda", "ssmf", Part(_GLOBAL + "ssmf:SSMF", ("tau", "kappa"), **_SAMPLED),
          ("gibbs", "meanfield", "cvb0")),
     Cell("lda", "batch", Part(_GLOBAL + "batch:BatchVB"), ("meanfield",)),
-    Cell("hdp", "svi", Part(_GLOBAL + "hdp:HDPSVI", ("tau", "kappa")), ("hdp",)),
+    Cell("hdp", "svi", Part(_GLOBAL + "hdp:HDPSVI", ("tau", "kappa")), ("meanfield", "hdp", "cvb0")),
     Cell("ctm", "batch", Part(_GLOBAL + "ctm:CTMBatch"), ("laplace", "delta", "bbvi")),
     Cell("ctm", "svi", Part(_GLOBAL + "ctm:CTMSVI", ("tau", "kappa")), ("laplace", "delta", "bbvi")),
 )

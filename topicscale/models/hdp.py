@@ -18,11 +18,11 @@ carry 95% and 99% of it (the effective number of topics).
 Nothing here imports numba (the digamma kernel is imported inside methods), so loading a model
 for `topicscale topics` stays fast.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from . import store
+from .topics import LazyTopics
 
 DEFAULT_TOPICS = 150       # corpus truncation K
 DEFAULT_ALPHA = 1.0        # document concentration
@@ -34,9 +34,12 @@ MASS = 0.99                # `topics` without --all: the topics carrying this sh
 
 @dataclass(frozen=True)
 class HDPPrior:
-    """What the document step needs from the corpus level: E[log sigma_k(V)] (K) and alpha."""
+    """What a document step needs from the corpus level: E[log sigma_k(V)] (K) and alpha for the
+    paper's two-level step; dirichlet = alpha E[sigma_k(V)] (K), the Dirichlet prior of theta_d
+    in the direct-assignment view (Teh et al. 2006, sec. 5.3) that the LDA document steps take."""
     elog_sigma: np.ndarray
     alpha: float
+    dirichlet: np.ndarray = None
 
 
 def stick_weights(a, b):
@@ -79,30 +82,26 @@ def carrying(weights, mass):
     return int(min(np.searchsorted(cum, mass - 1e-12) + 1, w.shape[0]))
 
 
-@dataclass
-class HDPModel:
-    lam: np.ndarray                 # V x K, lambda_{k,w} stored at [w, k]
-    a: np.ndarray                   # K - 1, first Beta parameter of the corpus sticks
-    b: np.ndarray                   # K - 1, second Beta parameter
-    alpha: float                    # document concentration
-    omega: float                    # corpus concentration
-    eta: float                      # topic Dirichlet
-    vocab: list
-    step: int = 0                   # global updates done (t in rho_t)
-    docs_seen: int = 0
-    settings: dict = field(default_factory=dict)
+class HDPModel(LazyTopics):
+    """Topics lambda (V x K, held lazily: LazyTopics) and the corpus sticks (a, b) with the
+    concentrations alpha (document), omega (corpus) and the topic Dirichlet eta."""
     kind = "hdp"
 
-    @property
-    def n_topics(self):
-        return self.lam.shape[1]
-
-    @property
-    def n_words(self):
-        return self.lam.shape[0]
+    def __init__(self, lam, a, b, alpha, omega, eta, vocab, step=0, docs_seen=0, settings=None):
+        self.lam = lam                  # V x K, lambda_{k,w} stored at [w, k]
+        self.a = a                      # K - 1, first Beta parameter of the corpus sticks
+        self.b = b                      # K - 1, second Beta parameter
+        self.alpha = alpha              # document concentration
+        self.omega = omega              # corpus concentration
+        self.eta = eta                  # topic Dirichlet
+        self.vocab = vocab
+        self.step = step                # global updates done (t in rho_t)
+        self.docs_seen = docs_seen
+        self.settings = {} if settings is None else settings
 
     @classmethod
-    def initial(cls, vocab, n_topics, alpha, omega, eta, rng, corpus_docs=DEFAULT_DOCS, settings=None):
+    def initial(cls, vocab, n_topics, alpha, omega, eta, rng, corpus_docs=DEFAULT_DOCS, settings=None,
+                topics="random"):
         """A model to start SVI from (figure 9, step 1, with the two choices below).
 
         Topics: lambda_kw - eta ~ Exponential with mean D * 100 / (K V) (the SVI paper's
@@ -122,9 +121,16 @@ class HDPModel:
         first documents use, and they crowded onto the first few (5 to 7 topics for 8 planted
         ones, planted topics merged in pairs; on the NYT bag of words, K = 150, 3 passes,
         kappa = 0.7, tau = 64: held-out per-word log likelihood -7.489 against -7.399).
+
+        topics="near-uniform" starts the topics as LDAModel does instead, lambda_kw ~
+        Gamma(100, 1/100), for the LDA document steps of the direct-assignment view
+        (inference/global_steps/hdp.py), which start from it as LDA does.
         """
         K, V = int(n_topics), len(vocab)
-        lam = eta + rng.exponential(corpus_docs * 100.0 / (K * V), size=(V, K))
+        if topics == "near-uniform":
+            lam = rng.gamma(100.0, 0.01, size=(V, K))
+        else:
+            lam = eta + rng.exponential(corpus_docs * 100.0 / (K * V), size=(V, K))
         return cls(lam=lam, a=np.ones(K - 1), b=np.arange(K - 1, 0, -1, dtype=np.float64),
                    alpha=float(alpha), omega=float(omega), eta=float(eta), vocab=list(vocab),
                    settings=dict(settings or {}))
@@ -133,7 +139,9 @@ class HDPModel:
     def from_config(cls, vocab, config, rng):
         """A new model from fit settings; unset ones take the HDP defaults: corpus truncation
         K = 150 (n_topics), alpha = 1, omega = 1, eta = 0.01. The corpus size D for the initial
-        scale is config["corpus_docs"], else read from the corpus folder config["corpus"]."""
+        scale is config["corpus_docs"], else read from the corpus folder config["corpus"]. The
+        paper's document step (local "hdp") starts from random topics, an LDA document step
+        from near-uniform ones (`initial`)."""
         def get(name, default):
             value = config.get(name)
             return default if value is None else value
@@ -143,27 +151,19 @@ class HDPModel:
             docs = open_corpus(config["corpus"]).n_docs
         return cls.initial(vocab, int(get("n_topics", DEFAULT_TOPICS)), get("alpha", DEFAULT_ALPHA),
                            get("omega", DEFAULT_OMEGA), get("eta", DEFAULT_ETA), rng,
-                           corpus_docs=docs or DEFAULT_DOCS)
+                           corpus_docs=docs or DEFAULT_DOCS,
+                           topics="random" if config.get("local") in (None, "hdp") else "near-uniform")
 
     # ------------------------------------------------------------------ expectations
-    def elog_beta(self, words=None):
-        """E[log beta_kw] = psi(lambda_kw) - psi(sum_v lambda_kv) for the given rows (V' x K)."""
-        from ..kernels.special import digamma_array    # imports numba: only when needed
-        from ..kernels.topic_matrix import column_sums
-        lam = self.lam if words is None else self.lam[words]
-        return digamma_array(np.ascontiguousarray(lam)) - digamma_array(column_sums(self.lam))[None, :]
-
     def estep_topics(self, words=None):
         """The topics the document step uses: E[log beta] (log space, V' x K)."""
         return self.elog_beta(words)
 
     def local_prior(self):
-        """The corpus level as the document step sees it: E[log sigma_k(V)] and alpha."""
-        return HDPPrior(stick_expectations(self.a, self.b)[1], self.alpha)
-
-    def expected_beta(self):
-        """E[beta_kw] = lambda_kw / sum_v lambda_kv, word-major (V x K)."""
-        return self.lam / self.lam.sum(axis=0)[None, :]
+        """The corpus level as the document steps see it: E[log sigma_k(V)], alpha and
+        alpha E[sigma_k(V)]."""
+        weights, elog_sigma = stick_expectations(self.a, self.b)
+        return HDPPrior(elog_sigma, self.alpha, self.alpha * weights)
 
     def topic_weights(self):
         """Corpus-level weight of each topic, E[sigma_k(V)] (sums to one over the K topics)."""
@@ -186,25 +186,21 @@ class HDPModel:
                 "step": self.step, "docs_seen": self.docs_seen}
 
     def is_finite(self):
-        """No infinite or NaN entry in lambda (checked through its column sums, a parallel pass),
-        a or b."""
-        from ..kernels.topic_matrix import column_sums          # imports numba: only when needed
-        return bool(np.all(np.isfinite(column_sums(self.lam))) and np.all(np.isfinite(self.a))
-                    and np.all(np.isfinite(self.b)))
+        """No infinite or NaN entry in lambda (checked through its column sums), a or b."""
+        return self.topics_finite() and bool(np.all(np.isfinite(self.a)) and np.all(np.isfinite(self.b)))
 
     # ------------------------------------------------------------------ storage
     def stored(self):
-        """(metadata, arrays) as written to the model file (checkpoints add to them)."""
+        """(metadata, arrays) as written to the model file (checkpoints add to them); lambda as
+        it is held (LazyTopics._stored_topics)."""
         meta = {"model": self.kind, "n_topics": self.n_topics, "n_words": self.n_words,
                 "alpha": self.alpha, "omega": self.omega, "eta": self.eta, "step": self.step,
                 "docs_seen": self.docs_seen, "settings": self.settings}
-        return meta, {"lambda": self.lam, "a": self.a, "b": self.b}
-
-    def save(self, path):
-        store.save(path, *self.stored(), self.vocab)
+        return self._stored_topics(meta, {"a": self.a, "b": self.b})
 
     @classmethod
     def from_stored(cls, meta, arrays, vocab):
-        return cls(lam=arrays["lambda"], a=arrays["a"], b=arrays["b"], alpha=meta["alpha"],
-                   omega=meta["omega"], eta=meta["eta"], vocab=vocab, step=meta["step"],
-                   docs_seen=meta["docs_seen"], settings=meta["settings"])
+        model = cls(lam=arrays["lambda"], a=arrays["a"], b=arrays["b"], alpha=meta["alpha"],
+                    omega=meta["omega"], eta=meta["eta"], vocab=vocab, step=meta["step"],
+                    docs_seen=meta["docs_seen"], settings=meta["settings"])
+        return model._restore_topics(meta, arrays)

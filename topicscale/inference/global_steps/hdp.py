@@ -1,10 +1,23 @@
 """Global step "svi" of the HDP topic model: HDPSVI, stochastic variational inference (SVI paper,
 sec. 3.3, figure 9, steps 11-12): lambda and the corpus sticks (a, b) move towards their
 minibatch estimates with the step size rho_t = (tau + t)^-kappa of LDA's SVI
-(inference/schedule.py). The document step (steps 4-10) is local_steps/hdp.py; its statistics
-are HDPStats (topicscale/stats.py).
+(inference/schedule.py). Its statistics are HDPStats (topicscale/stats.py). Two views of the
+document level, chosen by the local step:
 
-One departure from figure 9, step 11, in what the corpus sticks count. The paper's estimate
+* `--local hdp`, the paper's: the two-level stick-breaking document step (figure 9, steps 4-10;
+  local_steps/hdp.py, truncations K and T), which counts each document's occupied slots itself.
+* `--local meanfield` (the default) or `cvb0`, the direct-assignment view (Teh, Jordan, Beal and
+  Blei 2006, sec. 5.3; the collapsed variational HDP of Teh, Kurihara and Welling 2008 and Sato,
+  Kurihara and Nakagawa 2012, "Practical collapsed variational Bayes inference for hierarchical
+  Dirichlet process", made stochastic as SCVB0 made CVB0): theta_d ~ Dir(alpha0 sigma(V)) over
+  the K corpus topics, so the document step is LDA's on E[beta] with the asymmetric prior
+  alpha_k = alpha0 E[sigma_k(V)] (HDPPrior.dirichlet), at LDA's cost for K topics. The sticks
+  count each document's expected tables m_dk from its Dirichlet posterior gamma_d
+  (kernels/tables.py). Mean-field's E[log theta] all but switches off a topic whose prior
+  alpha_k is small unless the document has real evidence for it, so the weight gathers on
+  the topics in use; CVB0 keeps every topic in use (tests/test_hdp_direct.py).
+
+The paper's step: one departure from figure 9, step 11, in what the corpus sticks count. The paper's estimate
 a_hat_k = 1 + D sum_{i<=T} zeta_dik counts all T slots of a document, also the slots that hold
 no token. The coordinate update leaves such a slot at q(c_di = k) proportional to
 exp(E[log sigma_k(V)]), the corpus sticks' own current shape, so every document adds T - (slots
@@ -25,9 +38,32 @@ slots leaves held-out likelihood as it was and concentrates the weight on the to
 """
 import numpy as np
 
-from ...kernels.topic_matrix import step_towards
+from ...kernels.tables import expected_tables
+from ...stats import HDPStats
+from ..local_steps.base import estep_statistics, one_word_batch, step_metrics
 from ..schedule import advance, robbins_monro
-from .svi import SVI
+from .svi import SVI, warm_up_update
+
+
+class TableCounting:
+    """An LDA document step under the HDP's prior whose statistics carry each document's
+    expected table counts m_dk (direct assignment, module docstring): HDPStats computed where
+    the step runs, in this process or on a dask worker, and summed over chunks like the rest."""
+
+    def __init__(self, local):
+        self.local = local
+
+    def __getattr__(self, name):            # the wrapped step's estep_topics, name, ...
+        if name == "local" or name.startswith("__"):
+            raise AttributeError(name)      # (unpickling, before `local` is set)
+        return getattr(self.local, name)
+
+    def statistics(self, batch, model, topics, seed=None):
+        stats, result = self.local.statistics(batch, model, topics, seed=seed)
+        tables = np.zeros(model.n_topics)
+        if result.gamma.shape[0]:
+            expected_tables(np.ascontiguousarray(result.gamma), model.local_prior().dirichlet, tables)
+        return HDPStats(stats.words, stats.word_topic, stats.n_docs, stats.n_tokens, tables), result
 
 
 class HDPSVI(SVI):
@@ -44,11 +80,31 @@ class HDPSVI(SVI):
     name = "svi"
     DEFAULTS = {"doc_truncation": 15, "omega": 1.0}
 
+    def step(self, batch):
+        """One minibatch: the local step on its default topics, its table counts, the update."""
+        stats, result = self.statistics(batch)
+        self.update(stats)
+        return {"rho": self.last_rho, **step_metrics(result)}
+
+    def statistics(self, batch):
+        """The local step's statistics with the corpus sticks' table counts (HDPStats): the
+        paper's step counts them itself; an LDA document step gets them from each document's
+        Dirichlet posterior gamma_d (TableCounting, kernels/tables.py)."""
+        local = self.local if getattr(self.local, "name", None) == "hdp" else TableCounting(self.local)
+        return estep_statistics(local, batch, self.model)
+
+    def warm_up(self, batch=None):
+        """Load (or compile) the local step's kernels, the table counts' and the update's on a
+        minibatch of one token (`batch`: a distributed run's, run on every worker; not counted as
+        training time); leaves the model untouched."""
+        self.statistics(one_word_batch() if batch is None else batch)
+        warm_up_update(self.model.n_topics)
+
     def update(self, stats):
         m = self.model
         rho = robbins_monro(m.step, self.tau, self.kappa)
         scale = self.corpus_docs / stats.n_docs
-        step_towards(m.lam, rho, m.eta, stats.words, rho * scale, stats.word_topic)
+        m.update_topics(rho, stats.words, rho * scale, stats.word_topic)
         later = np.cumsum(stats.tables[::-1])[::-1]          # later[k] = sum_{l >= k} tables[l]
         m.a *= 1.0 - rho
         m.a += rho * (1.0 + scale * stats.tables[:-1])

@@ -33,10 +33,7 @@ class SVI:
         its default topics, and the update's (see train: not counted as training time); leaves
         the model untouched."""
         estep_statistics(self.local, one_word_batch() if batch is None else batch, self.model)
-        K = self.model.n_topics
-        none, no_stats = np.zeros(0, dtype=np.int64), np.zeros((0, K))
-        affine_step_summed(np.ones((1, K)), 1.0, 0.0, none, 0.0, no_stats)      # the settling step
-        add_rows_summed(np.ones((1, K)), none, 0.0, no_stats)                    # the lazy step
+        warm_up_update(self.model.n_topics)
 
     def update(self, stats):
         m = self.model
@@ -44,3 +41,10 @@ class SVI:
         m.update_topics(rho, stats.words, rho * self.corpus_docs / stats.n_docs, stats.word_topic)
         advance(m, stats.n_docs)
         self.last_rho = rho
+
+
+def warm_up_update(K):
+    """Load the kernels of the lazy topic update (models/topics.py) for K topics."""
+    none, no_stats = np.zeros(0, dtype=np.int64), np.zeros((0, K))
+    affine_step_summed(np.ones((1, K)), 1.0, 0.0, none, 0.0, no_stats)      # the settling step
+    add_rows_summed(np.ones((1, K)), none, 0.0, no_stats)                    # the lazy step

@@ -12,7 +12,7 @@ from ...kernels.minibatch import distinct_words
 from ...stats import SufficientStats
 from .base import LocalResult
 from .entries import (BLOCK_FLOATS, EntryBuffer, add_word_statistics, check_topics_rows,
-                      document_blocks, local_prior, n_chunks_for, sub_block)
+                      dirichlet_prior, document_blocks, local_prior, n_chunks_for, sub_block)
 
 
 class CVB0:
@@ -52,6 +52,7 @@ class CVB0:
 
     def _run(self, indptr, indices, counts, topics, alpha, entry_gamma):
         D, K = indptr.shape[0] - 1, topics.shape[1]
+        alpha = dirichlet_prior(alpha)
         if len(alpha) != K or entry_gamma.shape[1] != K:      # the kernel writes K topics a row
             raise ValueError(f"alpha ({len(alpha)}) and the entry buffer ({entry_gamma.shape[1]} columns) "
                              f"must have the topics' K = {K}")

@@ -103,7 +103,13 @@ def check_topics_rows(topics, n_words, n_topics):
     return topics
 
 
+def dirichlet_prior(prior):
+    """The Dirichlet prior vector (K) of the LDA document steps from a model's local_prior():
+    LDA's alpha itself; the HDP's alpha0 E[sigma_k(V)] (HDPPrior.dirichlet, the direct-assignment
+    view of inference/global_steps/hdp.py)."""
+    return np.ascontiguousarray(getattr(prior, "dirichlet", prior), dtype=np.float64)
+
+
 def local_prior(model):
     """The document-level Dirichlet prior of the local step (LDA: alpha)."""
-    prior = model.local_prior() if hasattr(model, "local_prior") else model.alpha
-    return np.ascontiguousarray(prior, dtype=np.float64)
+    return dirichlet_prior(model.local_prior() if hasattr(model, "local_prior") else model.alpha)

@@ -8,7 +8,7 @@ from ...kernels import meanfield
 from ...kernels.minibatch import distinct_words, word_major
 from ...stats import SufficientStats
 from .base import LocalResult
-from .entries import check_topics_rows
+from .entries import check_topics_rows, dirichlet_prior
 
 
 class MeanField:
@@ -56,7 +56,7 @@ class MeanField:
         """Run the kernel on a CSR block whose `indices` index rows of `topics` (V' x K, float64);
         with single_topics (the same rows in float32), in single precision (see the class)."""
         D, K = indptr.shape[0] - 1, topics.shape[1]
-        alpha = np.asarray(alpha, dtype=np.float64)
+        alpha = dirichlet_prior(alpha)
         topics = np.ascontiguousarray(topics)            # the kernels read rows as contiguous blocks
         if single_topics is not None:
             single_topics = np.ascontiguousarray(single_topics)
