@@ -56,3 +56,13 @@ def test_listing_choices_and_checking_options_imports_no_numba():
             "options.markdown_tables(); print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_command_line_loads_without_numpy():
+    """`topicscale --help` pays its start-up in every pipeline: the CLI and the option
+    declarations import neither numpy nor numba until a command needs them."""
+    import subprocess
+    import sys
+    code = "import sys, topicscale.cli; print(sorted(m for m in ('numpy', 'numba') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

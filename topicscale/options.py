@@ -12,7 +12,8 @@ import click
 
 from . import registry
 from .errors import TopicscaleError
-from .inference.chunks import CHUNK_DOCS
+
+CHUNK_DOCS = 2000        # --chunk-docs' default, the rule's size (inference/chunks.py)
 
 
 @dataclass(frozen=True)

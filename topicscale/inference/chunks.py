@@ -20,8 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..corpus.shards import Rows
-
-CHUNK_DOCS = 2000
+from ..options import CHUNK_DOCS
 
 
 def chunk_spans(n_docs, chunk_docs=CHUNK_DOCS):
