@@ -97,6 +97,8 @@ sizes = [int(x) for x in sys.argv[2].split(",")]
 order = MinibatchStream(corpus, max(sizes), 0).epoch_order(0)
 out = {}
 for c in sizes:
+    if c > len(order):            # no chunk of that many documents in this corpus
+        continue
     counts = []
     for start in range(0, min(len(order), 20 * c) - c + 1, c):
         block = corpus.rows(order[start:start + c])
