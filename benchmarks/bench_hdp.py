@@ -241,10 +241,9 @@ def orchestrate(args):
               "settings": {k: v for k, v in vars(args).items() if k != "worker"}, "runs": runs,
               "bench_wall_seconds": time.perf_counter() - started, "log": log}
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = "hdp-quick" if args.quick else "hdp"
-    write_json(out_dir / f"{stem}.json", result)
+    write_json(out_dir / "hdp.json", result)
     md = render(result)
-    (out_dir / f"{stem}.md").write_text(md)
+    (out_dir / "hdp.md").write_text(md)
     print(md)
     return 0
 
@@ -333,9 +332,10 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache", default=str(HERE / "cache"))
     ap.add_argument("--work", default=str(HERE / "work"))
-    ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--out", default=None, help="default: results/, with --quick results-quick/")
     ap.add_argument("--worker", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    args.out = args.out or str(HERE / ("results-quick" if args.quick else "results"))
     if args.quick:
         args.corpora, args.budgets, args.lda_topics = "nyt,sotu", "2", "25,150"
     args.corpora = [c for c in args.corpora.split(",") if c]
