@@ -31,7 +31,7 @@ test: $(STAMP)
 BENCH_VENV := .venv-bench
 bench:
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/pip install --quiet -e . -r benchmarks/requirements.txt
+	$(BENCH_VENV)/bin/pip install --quiet -e '.[dask]' -r benchmarks/requirements.txt
 	$(BENCH_VENV)/bin/python benchmarks/bench_all.py $(BENCH_ARGS)
 
 clean: clean-cache
