@@ -14,18 +14,15 @@ Each run is its own process with 2 threads; a discarded run first fills the numb
 Writes defaults.md and defaults.json.
 """
 import argparse
-import datetime as dt
-import json
 import shutil
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_quality import fit  # noqa: E402
-from common import BenchError, child_env, machine, run_worker, write_json  # noqa: E402
+from bench_quality import fit, run_cases  # noqa: E402
+from common import BenchError, run_worker  # noqa: E402
 
 VARIANTS = {"svi + meanfield": ["--local", "meanfield"], "svi + cvb0": ["--local", "cvb0"],
             "scvb0": ["--algorithm", "scvb0"], "ssmf-a + gibbs": ["--algorithm", "ssmf-a"]}
@@ -98,27 +95,7 @@ def render(result):
 
 
 def orchestrate(args):
-    from corpora import prepare_all
-    work, out = Path(args.work), Path(args.out)
-    work.mkdir(parents=True, exist_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    log = []
-    env = child_env(2, work / "numba-cache")
-    corpora, skipped = prepare_all([c for c in args.corpora.split(",") if c], work, args.cache, env, log,
-                                   allow_apt=not args.no_apt)
-    result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "command": " ".join([Path(sys.executable).name] + sys.argv), "machine": machine(),
-              "skipped_corpora": skipped, "cases": [], "log": log}
-    for name in corpora:
-        for K in (int(k) for k in args.topics.split(",")):
-            t0 = time.perf_counter()
-            case = run_case(args, corpora[name], K, env, work, log)
-            case["case_seconds"] = time.perf_counter() - t0
-            result["cases"].append(case)
-            write_json(out / "defaults.json", result)
-            (out / "defaults.md").write_text(render(result))
-    print(render(result))
-    return result
+    return run_cases(args, run_case, render, "defaults")
 
 
 def main(argv=None):

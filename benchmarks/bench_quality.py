@@ -215,7 +215,10 @@ def render(result):
     return "\n".join(lines) + "\n"
 
 
-def orchestrate(args):
+def run_cases(args, run_case, render, stem, finish_case=None):
+    """Prepare args.corpora, run run_case(args, corpus, K, env, work, log) for each corpus and K
+    in args.topics (finish_case(case, out) after each), and write OUT/STEM.json and STEM.md
+    (render(result)) after every case."""
     from corpora import prepare_all
     work, out = Path(args.work), Path(args.out)
     work.mkdir(parents=True, exist_ok=True)
@@ -232,12 +235,19 @@ def orchestrate(args):
             t0 = time.perf_counter()
             case = run_case(args, corpora[name], K, env, work, log)
             case["case_seconds"] = time.perf_counter() - t0
-            case["plot"] = plot(case, out / f"quality_{name}_k{K}.png")
+            if finish_case:
+                finish_case(case, out)
             result["cases"].append(case)
-            write_json(out / "quality.json", result)
-            (out / "quality.md").write_text(render(result))
+            write_json(out / f"{stem}.json", result)
+            (out / f"{stem}.md").write_text(render(result))
     print(render(result))
     return result
+
+
+def orchestrate(args):
+    def add_plot(case, out):
+        case["plot"] = plot(case, out / f"quality_{case['corpus']['name']}_k{case['K']}.png")
+    return run_cases(args, run_case, render, "quality", add_plot)
 
 
 def main(argv=None):

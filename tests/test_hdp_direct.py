@@ -150,7 +150,7 @@ def run(*args):
     return r.output
 
 
-@pytest.mark.parametrize("local", ["cvb0", "meanfield"])
+@pytest.mark.parametrize("local", ["cvb0", "meanfield", "hdp"])
 def test_save_load_and_stop_and_resume_are_bit_identical(six_topics, tmp_path, monkeypatch, local):
     """A run stopped mid-epoch and resumed writes the model an uninterrupted run writes; the
     saved model loads with the same topics, sticks and own predictive prior."""

@@ -12,7 +12,7 @@ import json
 import numpy as np
 
 from ..errors import InputError, TopicscaleError
-from .shards import Corpus, Rows
+from .shards import Corpus, Rows, locate_rows
 
 
 def _filesystem(url):
@@ -103,17 +103,7 @@ class RemoteCorpus(Corpus):
         """Gather documents by global row number (in the order given) into one CSR block, by
         ranged reads: one range per run of consecutive rows of a shard."""
         rows = np.asarray(rows, dtype=np.int64)
-        shard_of = np.searchsorted(self.starts, rows, side="right") - 1
-        lengths = np.empty(rows.shape[0], dtype=np.int64)
-        starts = np.empty(rows.shape[0], dtype=np.int64)
-        for s in np.unique(shard_of):
-            sel = shard_of == s
-            indptr = self.shard(s)[0]
-            local = rows[sel] - self.starts[s]
-            starts[sel] = indptr[local]
-            lengths[sel] = indptr[local + 1] - starts[sel]
-        out_ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
-        np.cumsum(lengths, out=out_ptr[1:])
+        shard_of, starts, lengths, out_ptr = locate_rows(self, rows)
         out = {"indices": np.empty(out_ptr[-1], dtype=np.int32), "counts": np.empty(out_ptr[-1], dtype=np.int32)}
         # runs: consecutive positions of the request that continue each other in one shard's arrays
         breaks = np.flatnonzero((shard_of[1:] != shard_of[:-1]) | (starts[1:] != starts[:-1] + lengths[:-1])) + 1

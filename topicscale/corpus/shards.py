@@ -49,6 +49,24 @@ class Rows:
         return float(self.counts.sum())
 
 
+def locate_rows(corpus, rows):
+    """Where documents `rows` (global row numbers, int64) lie in `corpus`'s shards (its `starts`,
+    and `shard(s)[0]` the shard's indptr): (shard of each, offset of its first entry in the
+    shard's arrays, its number of entries, the offsets of a CSR block of them in the order given)."""
+    shard_of = np.searchsorted(corpus.starts, rows, side="right") - 1
+    lengths = np.empty(rows.shape[0], dtype=np.int64)
+    starts = np.empty(rows.shape[0], dtype=np.int64)
+    for s in np.unique(shard_of):
+        sel = shard_of == s
+        indptr = corpus.shard(s)[0]
+        local = rows[sel] - corpus.starts[s]
+        starts[sel] = indptr[local]
+        lengths[sel] = indptr[local + 1] - starts[sel]
+    out_ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out_ptr[1:])
+    return shard_of, starts, lengths, out_ptr
+
+
 def read_lines(path):
     with open(path, encoding="utf-8") as fh:
         return [line.rstrip("\n") for line in fh]
@@ -306,21 +324,10 @@ class Corpus:
         touched, and the kernel's fault-around maps 64 KiB per random access).
         """
         rows = np.asarray(rows, dtype=np.int64)
-        shard_of = np.searchsorted(self.starts, rows, side="right") - 1
-        lengths = np.empty(rows.shape[0], dtype=np.int64)
-        starts = np.empty(rows.shape[0], dtype=np.int64)
-        present = np.unique(shard_of)
-        for s in present:
-            sel = shard_of == s
-            indptr = self.shard(s)[0]
-            local = rows[sel] - self.starts[s]
-            starts[sel] = indptr[local]
-            lengths[sel] = indptr[local + 1] - starts[sel]
-        out_ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
-        np.cumsum(lengths, out=out_ptr[1:])
+        shard_of, starts, lengths, out_ptr = locate_rows(self, rows)
         indices = np.empty(out_ptr[-1], dtype=np.int32)
         raw_counts = np.empty(out_ptr[-1], dtype=np.int32)
-        for s in present:
+        for s in np.unique(shard_of):
             docs = np.flatnonzero(shard_of == s)
             files = self.shard(s)[1]
             for out, part in ((indices, "indices"), (raw_counts, "counts")):
