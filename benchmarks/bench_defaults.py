@@ -13,7 +13,6 @@ held-out is within 0.02 nats of the best run's at T_P and its diversity at most 
 Each run is its own process with 2 threads; a discarded run first fills the numba cache.
 Writes defaults.md and defaults.json.
 """
-import argparse
 import shutil
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_quality import fit, run_cases  # noqa: E402
+from bench_quality import case_arguments, fit, run_cases  # noqa: E402
 from common import BenchError, run_worker  # noqa: E402
 
 VARIANTS = {"svi + meanfield": ["--local", "meanfield"], "svi + cvb0": ["--local", "cvb0"],
@@ -99,15 +98,8 @@ def orchestrate(args):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpora", default="nyt,sotu,gcide,foldoc,debian")
-    ap.add_argument("--topics", default="50")
+    ap = case_arguments(__doc__, "nyt,sotu,gcide,foldoc,debian", "50")
     ap.add_argument("--passes", default="1,5,20", help="the default's pass counts whose times are the budgets")
-    ap.add_argument("--timeout", type=float, default=3600)
-    ap.add_argument("--work", type=Path, default=HERE / "work")
-    ap.add_argument("--cache", type=Path, default=HERE / "cache")
-    ap.add_argument("--out", type=Path, default=HERE / "results")
-    ap.add_argument("--no-apt", action="store_true")
     try:
         orchestrate(ap.parse_args(argv))
     except BenchError as exc:

@@ -215,6 +215,20 @@ def render(result):
     return "\n".join(lines) + "\n"
 
 
+def case_arguments(doc, corpora, topics):
+    """The command line run_cases reads: --corpora, --topics, --timeout, --work, --cache, --out,
+    --no-apt."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--corpora", default=corpora)
+    ap.add_argument("--topics", default=topics)
+    ap.add_argument("--timeout", type=float, default=3600)
+    ap.add_argument("--work", type=Path, default=HERE / "work")
+    ap.add_argument("--cache", type=Path, default=HERE / "cache")
+    ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--no-apt", action="store_true")
+    return ap
+
+
 def run_cases(args, run_case, render, stem, finish_case=None):
     """Prepare args.corpora, run run_case(args, corpus, K, env, work, log) for each corpus and K
     in args.topics (finish_case(case, out) after each), and write OUT/STEM.json and STEM.md
@@ -256,15 +270,8 @@ def main(argv=None):
         spec = json.loads(Path(argv[2]).read_text())
         Path(spec["result_out"]).write_text(json.dumps(score(spec), default=float))
         return 0
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpora", default="nyt,sotu,gcide")
-    ap.add_argument("--topics", default="50,200")
+    ap = case_arguments(__doc__, "nyt,sotu,gcide", "50,200")
     ap.add_argument("--gibbs", type=int, default=1000, help="tomotopy iterations (snapshots every 100)")
-    ap.add_argument("--timeout", type=float, default=3600)
-    ap.add_argument("--work", type=Path, default=HERE / "work")
-    ap.add_argument("--cache", type=Path, default=HERE / "cache")
-    ap.add_argument("--out", type=Path, default=HERE / "results")
-    ap.add_argument("--no-apt", action="store_true")
     try:
         orchestrate(ap.parse_args(argv))
     except BenchError as exc:
