@@ -36,6 +36,8 @@ the corpus weights). Topics and documents are updated exactly as in figure 9. Co
 slots leaves held-out likelihood as it was and concentrates the weight on the topics in use
 (benchmarks/results/hdp.md).
 """
+from functools import cached_property
+
 import numpy as np
 
 from ...kernels.tables import expected_tables
@@ -90,8 +92,13 @@ class HDPSVI(SVI):
         """The local step's statistics with the corpus sticks' table counts (HDPStats): the
         paper's step counts them itself; an LDA document step gets them from each document's
         Dirichlet posterior gamma_d (TableCounting, kernels/tables.py)."""
-        local = self.local if getattr(self.local, "name", None) == "hdp" else TableCounting(self.local)
-        return estep_statistics(local, batch, self.model)
+        return estep_statistics(self.document_step, batch, self.model)
+
+    @cached_property
+    def document_step(self):
+        """The local step as the statistics are taken: the paper's, or an LDA document step with
+        table counts (one wrapper a run: a dask executor keeps a copy of it on each worker)."""
+        return self.local if getattr(self.local, "name", None) == "hdp" else TableCounting(self.local)
 
     def warm_up(self, batch=None):
         """Load (or compile) the local step's kernels, the table counts' and the update's on a
