@@ -20,7 +20,6 @@ into WORK/<name> and WORK/<name>-heldout. Nothing is redone when the prepared fo
 and their recorded recipe (the command) is unchanged.
 """
 import argparse
-import base64
 import gzip
 import json
 import os

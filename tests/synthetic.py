@@ -15,6 +15,16 @@ def planted_topics(n_topics, n_words, rng, words_per_topic=None):
     return beta / beta.sum(axis=1, keepdims=True)
 
 
+def random_csr(rng, n_docs, n_words, max_len=30):
+    """A random CSR block (indptr int64, indices int32 ascending within a document, counts
+    float64 in 1..5) of n_docs documents of 1..max_len - 1 distinct words out of n_words."""
+    lengths = rng.integers(1, max_len, size=n_docs)
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    indices = np.concatenate([np.sort(rng.choice(n_words, size=n, replace=False)) for n in lengths])
+    counts = rng.integers(1, 6, size=indptr[-1]).astype(np.float64)
+    return indptr, indices.astype(np.int32), counts
+
+
 def lda_documents(beta, n_docs, doc_length, alpha, rng):
     """Yield (word_ids, counts) of documents drawn from LDA with topics beta (K x V)."""
     K, V = beta.shape

@@ -7,15 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from scipy import integrate
 from scipy.special import expit, log_expit
 
+from clirun import run
 from topicscale.classify import logistic as L
 from topicscale.classify.data import Design, read_column, read_features
 from topicscale.classify.hierarchical import fit_hierarchical, m_step
 from topicscale.classify.model import Classifier
-from topicscale.cli import cli
 from topicscale.errors import InputError
 
 SOTU = Path(__file__).resolve().parent.parent / "data" / "sotu.jsonl.gz"
@@ -304,12 +303,6 @@ def test_labels_by_row_or_by_id_with_errors_naming_file_and_line(tmp_path):
 
 
 # --------------------------------------------------------------------------- end to end
-def run(*args, ok=True):
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
-
 
 def one_line_error(result, *fragments):
     assert result.exit_code == 2, result.output

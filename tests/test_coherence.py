@@ -5,10 +5,9 @@ import sys
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
+from clirun import run
 from topicscale import coherence as coh
-from topicscale.cli import cli
 from topicscale.corpus.shards import Corpus, CorpusWriter
 
 # Reference corpus 1: "mango" is in its vocabulary but in no document, "nut" is not in it at all;
@@ -169,12 +168,6 @@ def test_topics_that_share_words_are_less_diverse():
 
 
 # ----------------------------------------------------------------------------- command line
-def run(*args, ok=True):
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
-
 
 @pytest.fixture
 def hand_model(tmp_path, reference):

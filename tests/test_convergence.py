@@ -3,11 +3,9 @@ MAX_PASSES passes, and says why it stopped."""
 import json
 
 import numpy as np
-import pytest
-from click.testing import CliRunner
 
+from clirun import run
 from topicscale import convergence
-from topicscale.cli import cli
 from topicscale.evaluate import evaluate_model
 from topicscale.inference.global_steps.svi import SVI
 from topicscale.inference.local_steps.meanfield import MeanField
@@ -15,12 +13,6 @@ from topicscale.models import load_model
 from topicscale.models.lda import LDAModel
 from topicscale.train import RunLimits, RunState, train
 
-
-def run(*args, ok=True):
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
 
 
 def test_fit_without_passes_stops_at_the_first_pass_gaining_too_little(planted, tmp_path):

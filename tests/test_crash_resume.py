@@ -14,10 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
+from clirun import run
 from synthetic import lda_documents, planted_topics, write_corpus
-from topicscale.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -50,12 +49,6 @@ CHILD = textwrap.dedent("""
     main(sys.argv[4:])
 """)
 
-
-def run(*args, ok=True):
-    r = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert r.exit_code == 0, r.output
-    return r
 
 
 @pytest.fixture(scope="module")

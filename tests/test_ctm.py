@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from scipy.optimize import linear_sum_assignment, minimize
 from scipy.special import softmax
 
+from clirun import run
 import reference_ctm as ref
 from synthetic import lda_documents, matched_tv, planted_topics, write_corpus
 from synthetic_ctm import ctm_documents, planted_covariance
@@ -418,12 +419,6 @@ def test_model_module_does_not_import_numba():
 
 
 # ------------------------------------------------------------------------------ command line
-def run(*args, ok=True):
-    r = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert r.exit_code == 0, r.output
-    return r
-
 
 def test_cli_end_to_end(planted_ctm, tmp_path):
     _, corpus, heldout = planted_ctm

@@ -5,9 +5,8 @@ import json
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from topicscale.cli import cli
+from clirun import run
 from topicscale.errors import TopicscaleError
 from topicscale.evaluate import document_completion, evaluate_model, evaluate_topics
 from topicscale.inference.local_steps.meanfield import MeanField
@@ -15,12 +14,6 @@ from topicscale.models import load_model
 
 COMMON_LINE = "protocol: common (mean-field fold-in on E[beta], alpha = 1/K)"
 
-
-def run(*args, ok=True):
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
 
 
 def eval_json(model, heldout, *extra):

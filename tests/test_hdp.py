@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from scipy.special import digamma
 
 import reference
-from synthetic import lda_documents, planted_topics, write_corpus
+from synthetic import lda_documents, planted_topics, random_csr, write_corpus
 from topicscale.cli import cli
 from topicscale.corpus.shards import Rows
 from topicscale.evaluate import evaluate_model, evaluate_topics, split_block
@@ -29,14 +29,6 @@ from topicscale.train import RunLimits, train
 # 0.1 to 0.15 (eta smoothing, finite data). Below 0.4: at least 60% of the topic is one planted
 # topic, so no even-ish merge of two topics passes.
 MATCH = 0.4
-
-
-def random_csr(rng, n_docs, n_words, max_len=30):
-    lengths = rng.integers(1, max_len, size=n_docs)
-    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    indices = np.concatenate([np.sort(rng.choice(n_words, size=n, replace=False)) for n in lengths])
-    counts = rng.integers(1, 6, size=indptr[-1]).astype(np.float64)
-    return indptr, indices.astype(np.int32), counts
 
 
 def random_corpus_level(rng, V, K):

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 import reference
-from synthetic import lda_documents, matched_tv, planted_topics, write_corpus
+from synthetic import lda_documents, matched_tv, planted_topics, random_csr, write_corpus
 from topicscale.cli import cli
 from topicscale.corpus.shards import Rows
 from topicscale.inference.global_steps.hdp import HDPSVI
@@ -50,14 +50,6 @@ def test_expected_tables_are_antoniak_for_many_tokens_and_about_n_for_a_fraction
 
 
 # ---------------------------------------------------------------- statistics of a minibatch
-def random_csr(rng, n_docs, n_words, max_len=30):
-    lengths = rng.integers(1, max_len, size=n_docs)
-    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    indices = np.concatenate([np.sort(rng.choice(n_words, size=n, replace=False)) for n in lengths])
-    counts = rng.integers(1, 6, size=indptr[-1]).astype(np.float64)
-    return indptr, indices.astype(np.int32), counts
-
-
 def random_model(rng, V, K):
     model = HDPModel.initial([f"w{i}" for i in range(V)], K, 0.8, 1.5, 0.05, rng, corpus_docs=500,
                              topics="near-uniform")

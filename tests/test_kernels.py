@@ -6,6 +6,7 @@ from numba import njit
 from scipy.special import digamma as scipy_digamma
 
 import reference
+from synthetic import random_csr
 from topicscale.inference.local_steps.base import estep_statistics
 from topicscale.inference.local_steps.meanfield import MeanField
 from topicscale.kernels import meanfield, topic_matrix
@@ -15,14 +16,6 @@ from topicscale.kernels.special import (digamma, digamma_array, exp_dirichlet_ex
                                         exp_dirichlet_lanes, vexp, vexp32)
 from topicscale.corpus.shards import Rows
 from topicscale.models.lda import LDAModel
-
-
-def random_csr(rng, n_docs, n_words, max_len=30):
-    lengths = rng.integers(1, max_len, size=n_docs)
-    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    indices = np.concatenate([np.sort(rng.choice(n_words, size=n, replace=False)) for n in lengths])
-    counts = rng.integers(1, 6, size=indptr[-1]).astype(np.float64)
-    return indptr, indices.astype(np.int32), counts
 
 
 def test_digamma_matches_scipy_from_1e_minus_6_to_1e6():

@@ -4,20 +4,13 @@ import json
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from scipy.optimize import linear_sum_assignment
 
+from clirun import run
 from synthetic import planted_topics, write_corpus
-from topicscale.cli import cli
 from topicscale.inference import priors
 from topicscale.models import load_model
 
-
-def run(*args, ok=True):
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
 
 
 def test_newton_steps_recover_a_dirichlet_from_its_draws():

@@ -15,18 +15,13 @@ import pytest
 from click.testing import CliRunner
 
 from test_crash_resume import lock_holder
+from clirun import run
 from topicscale.cli import cli
 from topicscale.models import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
 FIT = ["--topics", "10", "--batch-size", "10", "--passes", "3", "--seed", "5", "--checkpoint-every", "1"]
 
-
-def run(*args, ok=True):
-    r = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert r.exit_code == 0, r.output
-    return r
 
 
 def batch_records(model_dir):

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from synthetic import lda_documents, planted_topics, write_corpus
+from clirun import run
+from synthetic import lda_documents, planted_topics
 from topicscale import report
-from topicscale.cli import cli
 from topicscale.coherence import evaluate_coherence
 from topicscale.corpus.shards import Corpus, CorpusWriter
 from topicscale.evaluate import evaluate_model
@@ -30,12 +29,6 @@ FIT = ["--batch-size", "20", "--seed", "3", "-q"]
 # words a page must escape
 ODD_WORDS = ["<script>alert(1)</script>", "r&d", '"quoted"', "a<b"]
 
-
-def run(*args, ok=True):
-    r = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    if ok:
-        assert r.exit_code == 0, r.output
-    return r
 
 
 @pytest.fixture(scope="module")

@@ -207,7 +207,6 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     if heldout is not None:
         check_vocabulary(model.vocab, heldout)
     algo = build_algorithm(model, config, corpus)
-    local = algo.local
     if algo_state:
         algo.restore_state(algo_state)
     limits = run_limits(config)
