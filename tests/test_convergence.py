@@ -34,12 +34,19 @@ def test_fit_without_passes_stops_at_the_first_pass_gaining_too_little(planted, 
     assert f"converged after {len(scores)} passes" in text and "training documents" in text
 
 
-def test_with_a_heldout_corpus_the_passes_are_scored_on_it(planted, tmp_path):
+def test_with_a_heldout_corpus_the_passes_are_scored_on_it(planted, tmp_path, monkeypatch):
+    """... and once each: the run's final held-out evaluation is the last pass's score."""
+    from topicscale import evaluate
     _, corpus, heldout = planted
+    scored = []
+    real = evaluate.evaluate_model
+    monkeypatch.setattr(evaluate, "evaluate_model",
+                        lambda model, documents, **kw: scored.append(documents) or real(model, documents, **kw))
     out = json.loads(run("fit", corpus.path, "-k", 10, "--batch-size", 300, "--heldout", heldout.path,
                          "-o", tmp_path / "m", "--json", "-q").stdout)
     assert out["scored_on"] == "the held-out corpus"
     assert out["pass_scores"][-1] == out["heldout"]["per_word_ll"]
+    assert sum(getattr(d, "path", None) == heldout.path for d in scored) == len(out["pass_scores"])
 
 
 def test_passes_time_limit_and_max_docs_keep_their_meaning(planted, tmp_path):

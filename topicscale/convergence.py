@@ -53,10 +53,21 @@ class PassScorer:
             self.documents = training_sample(corpus, seed)
             self.scored_on = f"{self.documents.n_docs} training documents"
             self.few = RowSample(corpus, self.documents.rows[:WARM_DOCS])
+        self.heldout = heldout
+        self.last = None                # (model step, evaluate_model's result) of the last score
 
     def __call__(self, model):
         from .evaluate import evaluate_model
-        return evaluate_model(model, self.documents, executor=self.executor)["per_word_ll"]
+        result = evaluate_model(model, self.documents, executor=self.executor)
+        self.last = (model.step, result)
+        return result["per_word_ll"]
+
+    def heldout_result(self, model):
+        """evaluate_model(model, heldout)'s result when the last score was that, for this model
+        (no step since), else None: the run's final held-out evaluation need not repeat it."""
+        if self.heldout is not None and self.last is not None and self.last[0] == model.step:
+            return self.last[1]
+        return None
 
     def warm_up(self, model):
         """Load the scoring's kernels by scoring a few documents (one might be too short to split);

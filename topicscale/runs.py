@@ -213,8 +213,9 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     if executor is not None:
         executor.fitting(corpus, limits.chunk_docs)
         _say_chunks(executor, limits, say)
-    evaluate = (lambda m: evaluate_model(m, heldout, executor=executor)) if heldout else None  # eval's default
     score_pass = convergence.PassScorer(corpus, heldout, config["seed"], executor=executor)
+    evaluate = (lambda m: score_pass.heldout_result(m)                 # eval's default protocol
+                or evaluate_model(m, heldout, executor=executor)) if heldout else None
     log = open(output / RUN_LOG, "a", encoding="utf-8")
 
     def record(r):
