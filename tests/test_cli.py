@@ -315,3 +315,10 @@ def test_eval_coherence_in_the_training_corpus_and_diversity_in_info(model):
     assert 0 < info["diversity"] == out["diversity"] <= 1
     rows = json.loads(run("topics", root / "model", "-n", "3", "--json").stdout)
     assert [r["coherence"]["c_v"] for r in rows] == out["coherence"]["c_v"]["per_topic"]
+
+
+def test_threads_outside_the_cores_are_refused(sotu, tmp_path):
+    root, _ = sotu
+    r = run("fit", root / "corpus", "--threads", "0", "-o", tmp_path / "m", ok=False)
+    assert r.exit_code == 2 and "--threads" in r.output and "must be between 1 and" in r.output
+    assert not (tmp_path / "m").exists()

@@ -28,12 +28,11 @@ def _emit(as_json, payload, lines):
 
 def _set_threads(threads):
     import numba
-    available = numba.config.NUMBA_NUM_THREADS
-    if threads is None:
-        threads = available
-    if not 1 <= threads <= available:
-        raise click.BadParameter(f"must be between 1 and {available} (cores available to numba)",
-                                 param_hint="--threads")
+    from . import options
+    try:
+        threads = options.numba_threads(threads)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--threads") from None
     numba.set_num_threads(threads)
     return threads
 

@@ -22,7 +22,7 @@ except ImportError as exc:           # pragma: no cover - exercised in a subproc
     raise ImportError("topicscale's scikit-learn estimators need scikit-learn: "
                       "pip install topicscale[sklearn]") from exc
 
-from . import estimator_params as params
+from . import estimator_params as params, options
 from .atomic import atomic_file
 from .corpus import matrix
 from .corpus.shards import Corpus
@@ -41,10 +41,10 @@ except ImportError:                   # pragma: no cover - older scikit-learn
 def _numba_threads(threads):
     """numba's threads set to `threads` (None: all cores) for the duration, as fit --threads."""
     import numba
-    available = numba.config.NUMBA_NUM_THREADS
-    threads = available if threads is None else threads
-    if not 1 <= threads <= available:
-        raise ValueError(f"threads={threads}: must be between 1 and {available} (cores available to numba)")
+    try:
+        threads = options.numba_threads(threads)
+    except ValueError as exc:
+        raise ValueError(f"threads={threads}: {exc}") from None
     before = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:

@@ -16,6 +16,17 @@ from .errors import TopicscaleError
 CHUNK_DOCS = 2000        # --chunk-docs' default, the rule's size (inference/chunks.py)
 
 
+def numba_threads(threads):
+    """The threads a run's kernels use: `threads`, or every core numba has when None; a number
+    outside 1..cores is refused (ValueError saying the range)."""
+    import numba
+    available = numba.config.NUMBA_NUM_THREADS
+    threads = available if threads is None else threads
+    if not 1 <= threads <= available:
+        raise ValueError(f"must be between 1 and {available} (cores available to numba)")
+    return threads
+
+
 @dataclass(frozen=True)
 class Option:
     name: str                # the setting's name in a run's configuration and a model's settings
