@@ -283,3 +283,43 @@ def ssmf_natural_gradient_dense(lam_k, x_k, counts_k, dR_dlam=None):
     J = np.diag(1.0 / beta) / S @ (np.eye(V) - np.outer(beta, np.ones(V))) @ np.diag(dR_dlam)  # eq. 35
     F = np.diag(polygamma(1, lam_k)) - polygamma(1, lam_k.sum()) * np.ones((V, V))             # eq. 38
     return np.linalg.solve(F, J.T @ counts_k)
+
+
+def polish_start(indptr, indices, counts, topics, alpha, sweeps):
+    """Responsibilities of each entry from fixed topics (V x K): CVB0 of each document alone."""
+    K = topics.shape[1]
+    resp = np.empty((indices.shape[0], K), dtype=np.float32)
+    for d in range(indptr.shape[0] - 1):
+        lo, hi = indptr[d], indptr[d + 1]
+        resp[lo:hi] = np.float32(1.0 / K)
+        n_dk = np.full(K, counts[lo:hi].sum() / K)
+        for _ in range(sweeps):
+            for p in range(lo, hi):
+                n_dk -= counts[p] * resp[p]
+                g = topics[indices[p]] * (np.maximum(n_dk, 0.0) + alpha)
+                resp[p] = (g / g.sum()).astype(np.float32)
+                n_dk += counts[p] * resp[p]
+    return resp
+
+
+def polish_sweep(indptr, indices, counts, resp, n_wk, alpha, eta):
+    """One batch CVB0 sweep (every count without the entry's own share): returns new (resp, n_wk)."""
+    resp, n_wk = resp.copy(), n_wk.copy()
+    n_k = n_wk.sum(axis=0)
+    V = n_wk.shape[0]
+    for d in range(indptr.shape[0] - 1):
+        lo, hi = indptr[d], indptr[d + 1]
+        n_dk = counts[lo:hi] @ resp[lo:hi].astype(np.float64)
+        for p in range(lo, hi):
+            w, m = indices[p], counts[p]
+            share = m * resp[p].astype(np.float64)
+            n_dk -= share
+            n_wk[w] -= share
+            n_k -= share
+            g = (np.maximum(n_wk[w], 0.0) + eta) / (n_k + V * eta) * (np.maximum(n_dk, 0.0) + alpha)
+            resp[p] = (g / g.sum()).astype(np.float32)
+            share = m * resp[p].astype(np.float64)
+            n_dk += share
+            n_wk[w] += share
+            n_k += share
+    return resp, n_wk

@@ -339,6 +339,9 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
                 if summary.get("kernel_load_seconds") is not None else ")")]
     if summary.get("scored_on"):
         lines.append(_convergence_line(summary))
+    if summary.get("polish"):
+        p = summary["polish"]
+        lines.append(f"then {p['sweeps']} polish sweeps over the corpus in {p['seconds']:.2f} s (counted above)")
     if summary.get("heldout"):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "

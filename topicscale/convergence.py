@@ -69,6 +69,10 @@ class PassScorer:
             return self.last[1]
         return None
 
+    def forget(self):
+        """The model changed without a step (fit --polish): the last score is not its."""
+        self.last = None
+
     def warm_up(self, model):
         """Load the scoring's kernels by scoring a few documents (one might be too short to split);
         reads the model only."""

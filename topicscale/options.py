@@ -83,6 +83,10 @@ PART_OPTIONS = (
            "Floating point of the mean-field E-step while training (topic rows and exp(E[log theta])); "
            "a document near float32's range is redone in double (double_docs in metrics.jsonl). "
            "gamma and the topics stay float64; eval and infer run in double.", "single"),
+    Option("polish", ("--polish",), click.IntRange(0),
+           "Sweeps of batch collapsed variational Bayes (CVB0) over the whole corpus after the streamed "
+           "passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word of each "
+           "document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none.", 0),
     Option("estep_beta", ("--estep-beta",), click.Choice(["exp-elog", "mean"]),
            "Topics the mean-field E-step multiplies by: mean = E[beta], CVB0's plug-in, which keeps rare "
            "words in their topics; exp-elog = exp(E[log beta]), the SVI paper's eq. 33.", "mean"),
@@ -130,6 +134,8 @@ RUN_OPTIONS = (
 BY_NAME = {o.name: o for o in PART_OPTIONS + RUN_OPTIONS}
 # options a run may change on --resume (the rest come from the checkpoint)
 RESUME_OPTIONS = ("threads", "report", "scheduler", "workers")
+# the model options an --init model keeps (its own K and priors)
+KEPT_BY_INIT = ("n_topics", "alpha", "eta", "omega")
 # options that say where the local steps run (topicscale/distributed.py), never what is computed
 CLUSTER_OPTIONS = ("scheduler", "workers")
 
@@ -202,7 +208,7 @@ def check(config):
                                   f"{c.step.why_refused}")
         if name in BY_NAME and BY_NAME[name] in PART_OPTIONS and name not in here:
             raise TopicscaleError(f"{flag(name)} goes with {owners(name)}, not with {run}")
-        if config.get("init_model") and name in registry.MODELS[model].options:
+        if config.get("init_model") and name in registry.MODELS[model].options and name in KEPT_BY_INIT:
             raise TopicscaleError(f"{flag(name)} does not go with --init (the model keeps its own)")
     for name in ("alpha", "eta"):
         if config.get(name) == "auto" and model != "lda":

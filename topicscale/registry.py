@@ -38,7 +38,7 @@ class Cell:
 
 
 MODELS = {
-    "lda": Part("topicscale.models.lda:LDAModel", ("n_topics", "alpha", "eta")),
+    "lda": Part("topicscale.models.lda:LDAModel", ("n_topics", "alpha", "eta", "polish")),
     "hdp": Part("topicscale.models.hdp:HDPModel", ("n_topics", "alpha", "eta", "omega")),
     "ctm": Part("topicscale.models.ctm:CTMModel", ("n_topics", "eta")),
 }

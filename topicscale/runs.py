@@ -21,6 +21,7 @@ from .corpus.shards import Corpus, open_corpus
 from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
 from .models import load_model, store
+from .polish import Polish
 from .train import RunLimits, RunState, planned_docs, train
 
 CHECKPOINT_FILE = "checkpoint.npz"
@@ -126,7 +127,7 @@ def new_model(config, corpus):
         cls = registry.model_class(config["model"])
         model = cls.from_config(corpus.vocab, config, np.random.default_rng([config["seed"], 0x1A]))
         learned = {f"{name}_auto": True for name in ("alpha", "eta") if config.get(name) == "auto"}
-    kept = RUN_ONLY | set(registry.MODELS[model.kind].options)
+    kept = RUN_ONLY | set(options.KEPT_BY_INIT)
     model.settings = {k: v for k, v in config.items() if k not in kept and v is not None}
     model.settings.update(learned)
     return model
@@ -214,6 +215,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         executor.fitting(corpus, limits.chunk_docs)
         _say_chunks(executor, limits, say)
     score_pass = convergence.PassScorer(corpus, heldout, config["seed"], executor=executor)
+    polish = Polish(corpus, config["polish"], output) if config.get("polish") else None
     evaluate = (lambda m: score_pass.heldout_result(m)                 # eval's default protocol
                 or evaluate_model(m, heldout, executor=executor)) if heldout else None
     log = open(output / RUN_LOG, "a", encoding="utf-8")
@@ -233,7 +235,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary, finished = train(algo, corpus, limits, config["seed"], evaluate=evaluate,
                                       on_record=record, progress=progress, state=state,
                                       checkpoint=checkpoint, stop_requested=stop, score_pass=score_pass,
-                                      executor=executor)
+                                      executor=executor, polish=polish)
         summary.update(topics=model.n_topics, local=config["local"], threads=config["threads"],
                        step=model.step)
         if executor is not None:

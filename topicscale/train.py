@@ -58,7 +58,7 @@ def planned_docs(n_docs, limits):
 
 
 def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progress=True,
-          state=None, checkpoint=None, stop_requested=None, score_pass=None, executor=None):
+          state=None, checkpoint=None, stop_requested=None, score_pass=None, executor=None, polish=None):
     """Run `algorithm` over minibatches of `corpus` until passes, max_docs or time_limit, or
     (limits.min_gain) until a pass improves score_pass(model) -> float by less than min_gain
     (convergence.PassScorer, whose warm_up(model) loads its kernels before the clock starts).
@@ -69,7 +69,9 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     `checkpoint_every` minibatches or `checkpoint_seconds`; stop_requested() -> bool is polled
     at each minibatch boundary (signals). executor: where minibatches are read and their local
     steps run (default: this process, in chunks of limits.chunk_docs documents; a
-    distributed.Executor also warms its workers' kernels before the clock starts).
+    distributed.Executor also warms its workers' kernels before the clock starts). polish: a
+    polish.Polish run on the model once the passes are done, within what is left of time_limit,
+    counted as training; interrupted by a signal, it is redone whole on --resume.
     Returns (summary dict, finished: bool).
     """
     state = state or RunState()
@@ -95,7 +97,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     # here, when the algorithm offers it, and reported apart from the training time
     kernel_load_seconds = None
     warm_batch = getattr(executor, "warm_batch", None)       # a distributed run's workers
-    if hasattr(algorithm, "warm_up") or limits.min_gain or warm_batch:
+    if hasattr(algorithm, "warm_up") or limits.min_gain or warm_batch or polish:
         t_load = time.perf_counter()
         if warm_batch and hasattr(algorithm, "warm_up"):
             algorithm.warm_up(warm_batch())
@@ -106,6 +108,8 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
             algorithm.warm_up()
         if limits.min_gain:
             score_pass.warm_up(model)
+        if polish:
+            polish.warm_up(model)
         kernel_load_seconds = time.perf_counter() - t_load
     finished = False
     batches = executor.minibatches(stream, StreamPosition(state.epoch, state.batch))
@@ -155,7 +159,18 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                         and time.monotonic() - last_checkpoint >= limits.checkpoint_seconds)):
                 checkpoint(state)
                 last_checkpoint = time.monotonic()
-        if finished and evaluate and (state.last_eval is None or limits.eval_every == 0
+        polished = None
+        if finished and polish:
+            left = limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
+            polished = polish(model, stop_requested, left, progress, record) if left > 0 else {
+                "sweeps": 0, "seconds": 0.0}
+            if polished is None:
+                finished = False
+            else:
+                state.train_seconds += polished["seconds"]
+                if score_pass is not None:
+                    score_pass.forget()
+        if finished and evaluate and (polished or state.last_eval is None or limits.eval_every == 0
                                       or state.batches % limits.eval_every):
             run_eval()
     finally:
@@ -168,4 +183,6 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                "threads_used": s.threads_used, "heldout": s.last_eval, "stopped": s.stopped or None}
     if s.pass_scores:
         summary["pass_scores"] = list(s.pass_scores)
+    if polished:
+        summary["polish"] = polished
     return summary, finished

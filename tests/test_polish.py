@@ -1,0 +1,129 @@
+"""fit --polish: batch CVB0 sweeps after the streamed passes (topicscale/polish.py,
+kernels/polish.py) against their numpy twins, on planted topics, spilled to disk, within a time
+limit, and stopped and resumed."""
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import reference
+from clirun import run
+from synthetic import lda_documents, matched_tv, planted_topics, random_csr, write_corpus
+from topicscale import polish as polish_module
+from topicscale.cli import cli
+from topicscale.kernels import polish as kernel
+from topicscale.models import load_model
+
+
+def test_document_responsibilities_match_the_numpy_twin():
+    rng = np.random.default_rng(0)
+    indptr, indices, counts = random_csr(rng, 30, 40)
+    topics = rng.dirichlet(np.full(40, 0.3), size=7).T.copy()
+    alpha = rng.gamma(1.0, 0.2, size=7)
+    got = np.empty((indices.shape[0], 7), dtype=np.float32)
+    kernel.document_responsibilities(indptr, indices, counts, topics, alpha, 3, got)
+    want = reference.polish_start(indptr, indices, counts, topics, alpha, 3)
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-7)
+    assert np.allclose(got.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_a_sweep_matches_the_numpy_twin_and_keeps_the_counts_consistent():
+    rng = np.random.default_rng(1)
+    indptr, indices, counts = random_csr(rng, 40, 50)
+    K, V = 6, 50
+    resp = rng.dirichlet(np.ones(K), size=indices.shape[0]).astype(np.float32)
+    n_wk = np.zeros((V, K))
+    kernel.add_word_counts(indices, counts, resp, n_wk)
+    alpha = np.full(K, 0.1)
+    want_resp, want_n_wk = reference.polish_sweep(indptr, indices, counts, resp, n_wk, alpha, 0.01)
+    n_k = n_wk.sum(axis=0)
+    kernel.sweep(indptr, indices, counts, resp, n_wk, n_k, alpha, 0.01)
+    assert np.allclose(resp, want_resp, rtol=1e-4, atol=1e-6)
+    assert np.allclose(n_wk, want_n_wk, rtol=1e-6, atol=1e-6)
+    recount = np.zeros((V, K))
+    kernel.add_word_counts(indices, counts, resp, recount)
+    assert np.allclose(n_wk, recount, atol=1e-9) and np.allclose(n_k, recount.sum(axis=0))
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    rng = np.random.default_rng(5)
+    beta = planted_topics(8, 240, rng)
+    path = tmp_path_factory.mktemp("polish") / "corpus"
+    return beta, write_corpus(path, lda_documents(beta, 1500, 40, 0.2, rng), 240, shard_docs=600)
+
+
+def topics_of(folder):
+    return load_model(folder).expected_beta().T
+
+
+def test_polish_sharpens_a_short_fit_towards_the_planted_topics(planted, tmp_path):
+    """A fifth of a pass leaves the topics blurred; 20 sweeps bring them close to the planted
+    ones (and much closer than the unpolished fit)."""
+    beta, corpus = planted
+    base = ["fit", corpus.path, "-k", "8", "--passes", "0.2", "--batch-size", "100", "--seed", "2"]
+    run(*base, "-o", tmp_path / "plain")
+    out = run(*base, "--polish", "20", "-o", tmp_path / "polished").output
+    assert "then 20 polish sweeps" in out
+    plain, polished = matched_tv(topics_of(tmp_path / "plain"), beta), matched_tv(topics_of(tmp_path / "polished"), beta)
+    print(plain, polished)
+    assert polished < 0.15 and polished < plain / 2, (plain, polished)
+
+
+def test_polish_is_deterministic_and_spilling_to_disk_changes_nothing(planted, tmp_path, monkeypatch):
+    _, corpus = planted
+    args = ["fit", corpus.path, "-k", "8", "--passes", "0.5", "--polish", "3", "--seed", "4"]
+    run(*args, "-o", tmp_path / "a")
+    run(*args, "-o", tmp_path / "b")
+    spilled = []
+    real = np.memmap
+
+    def memmap(*a, **k):
+        spilled.append(a[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(polish_module, "RESIDENT_BYTES", 0)
+    monkeypatch.setattr(polish_module.np, "memmap", memmap)
+    run(*args, "-o", tmp_path / "c")
+    assert spilled and not any((tmp_path / "c").glob(".*.tmp"))
+    a = (tmp_path / "a" / "model.npz").read_bytes()
+    assert a == (tmp_path / "b" / "model.npz").read_bytes() == (tmp_path / "c" / "model.npz").read_bytes()
+    assert load_model(tmp_path / "a").settings["polish"] == 3
+
+
+def test_polish_counts_as_training_and_stops_at_the_time_limit(planted):
+    """No time left: the responsibilities are counted once, no sweep runs."""
+    _, corpus = planted
+    from topicscale.models.lda import LDAModel
+    model = LDAModel.initial(corpus.vocab, 8, 0.125, 0.01, np.random.default_rng(0))
+    before = model.expected_beta()
+    result = polish_module.Polish(corpus, 5, corpus.path)(model, seconds_left=0.0)
+    assert result["sweeps"] == 0
+    assert not np.allclose(model.expected_beta(), before)
+    assert np.isclose(model.lam.sum() - model.eta * model.lam.size, corpus.n_tokens)
+
+
+def test_a_run_stopped_while_polishing_resumes_to_the_same_model(planted, tmp_path, monkeypatch):
+    from topicscale import guards
+    _, corpus = planted
+    args = ["fit", corpus.path, "-k", "8", "--passes", "1", "--batch-size", "500", "--polish", "4",
+            "--seed", "1"]
+    run(*args, "-o", tmp_path / "whole")
+    calls = {"n": 0}
+
+    def stop_in_the_polish(self):               # 3 minibatches, then the polish's blocks
+        calls["n"] += 1
+        return calls["n"] > 5
+
+    with monkeypatch.context() as m:
+        m.setattr(guards.StopOnSignal, "__call__", stop_in_the_polish)
+        r = CliRunner().invoke(cli, [str(a) for a in args] + ["-o", str(tmp_path / "cut")])
+    assert r.exit_code == 0 and "partial model" in r.output
+    assert calls["n"] == 6
+    assert "resuming" in run("fit", "--resume", tmp_path / "cut").output
+    assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()
+
+
+def test_polish_goes_with_lda_only(planted, tmp_path):
+    _, corpus = planted
+    r = run("fit", corpus.path, "--model", "hdp", "--polish", "2", "-o", tmp_path / "m", ok=False)
+    assert r.exit_code == 2 and "--polish goes with --model lda" in r.output

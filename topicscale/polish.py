@@ -1,0 +1,101 @@
+"""`fit --polish N`: N batch CVB0 sweeps over the whole corpus after the streamed passes
+(kernels/polish.py), started from the topics those passes reached.
+
+The stochastic steps average noisy minibatch statistics and leave topics blurred (many share
+their frequent words); sweeps over every entry with its own responsibilities sharpen them, which
+readers see as more coherent topics. The sweeps keep one float32 vector of K responsibilities per
+distinct word of each document (nnz x K x 4 bytes): in memory up to RESIDENT_BYTES, else in a
+temporary file in the model folder, removed afterwards. The corpus is read block by block.
+"""
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+START_SWEEPS = 3            # sweeps of each document alone that give the first responsibilities
+BLOCK_DOCS = 10_000
+RESIDENT_BYTES = 4 << 30
+SPILL_FILE = ".polish.tmp"   # a name runs.run_fit removes when a killed run left it
+
+
+def responsibilities_bytes(corpus, n_topics):
+    return corpus.nnz * n_topics * 4
+
+
+class Polish:
+    """polish(model, ...) runs the sweeps on an LDA model; `warm_up(model)` loads the kernels
+    before the clock starts."""
+
+    def __init__(self, corpus, sweeps, folder):
+        self.corpus, self.sweeps, self.folder = corpus, sweeps, Path(folder)
+
+    def warm_up(self, model):
+        from .kernels import polish as kernel
+        K = model.n_topics
+        indptr, indices, counts = np.array([0, 1]), np.zeros(1, np.int32), np.ones(1)
+        alpha = np.asarray(model.alpha, dtype=np.float64)
+        resp = np.empty((1, K), np.float32)
+        kernel.document_responsibilities(indptr, indices, counts, np.ones((1, K)), alpha, 1, resp)
+        n_wk = np.zeros((1, K))
+        kernel.add_word_counts(indices, counts, resp, n_wk)
+        kernel.sweep(indptr, indices, counts, resp, n_wk, n_wk.sum(axis=0), alpha, float(model.eta))
+
+    def __call__(self, model, stop_requested=lambda: False, seconds_left=float("inf"), progress=False,
+                 on_sweep=None):
+        """Polish `model`'s lambda in place: lambda = eta + n_wk after the sweeps. Stops early,
+        between sweeps, when `seconds_left` run out; returns {"sweeps", "seconds"}, or None (the
+        model untouched) when stop_requested() says so (polled between blocks). on_sweep(record) after each sweep."""
+        from .kernels import polish as kernel
+        t0 = time.perf_counter()
+        K, V = model.n_topics, model.n_words
+        alpha = np.ascontiguousarray(model.alpha, dtype=np.float64)
+        eta = float(model.eta)
+        spill = self.folder / SPILL_FILE
+        resp = self._responsibilities(K, spill)
+        try:
+            topics = np.ascontiguousarray(model.expected_beta())
+            n_wk = np.zeros((V, K))
+            for start, block in self._blocks():
+                part = resp[start:start + block.indices.shape[0]]
+                kernel.document_responsibilities(block.indptr, block.indices, block.counts, topics,
+                                                 alpha, START_SWEEPS, part)
+                kernel.add_word_counts(block.indices, block.counts, part, n_wk)
+            del topics
+            n_k = n_wk.sum(axis=0)
+            done = 0
+            bar = tqdm(total=self.sweeps, unit="sweep", disable=not progress, leave=False,
+                       desc="polish")
+            with bar:
+                while done < self.sweeps and time.perf_counter() - t0 < seconds_left:
+                    for start, block in self._blocks():
+                        if stop_requested():
+                            return None
+                        kernel.sweep(block.indptr, block.indices, block.counts,
+                                     resp[start:start + block.indices.shape[0]], n_wk, n_k, alpha, eta)
+                    done += 1
+                    bar.update(1)
+                    if on_sweep:
+                        on_sweep({"event": "polish", "sweep": done,
+                                  "seconds": time.perf_counter() - t0})
+            np.maximum(n_wk, 0.0, out=n_wk)
+            n_wk += eta
+            model.lam = n_wk
+            return {"sweeps": done, "seconds": time.perf_counter() - t0}
+        finally:
+            del resp
+            spill.unlink(missing_ok=True)
+
+    def _responsibilities(self, K, spill):
+        shape = (self.corpus.nnz, K)
+        if responsibilities_bytes(self.corpus, K) <= RESIDENT_BYTES:
+            return np.empty(shape, dtype=np.float32)
+        return np.memmap(os.fspath(spill), dtype=np.float32, mode="w+", shape=shape)
+
+    def _blocks(self):
+        """(first entry, CSR block) of the corpus in row order."""
+        start = 0
+        for block in self.corpus.blocks(BLOCK_DOCS):
+            yield start, block
+            start += block.indices.shape[0]
