@@ -302,24 +302,39 @@ def polish_start(indptr, indices, counts, topics, alpha, sweeps):
     return resp
 
 
-def polish_sweep(indptr, indices, counts, resp, n_wk, alpha, eta):
-    """One batch CVB0 sweep (every count without the entry's own share): returns new (resp, n_wk)."""
-    resp, n_wk = resp.copy(), n_wk.copy()
-    n_k = n_wk.sum(axis=0)
+def polish_lane_bounds(indptr, lanes):
+    """Document boundaries splitting a block into lanes of about equal entries."""
+    D = indptr.shape[0] - 1
+    bounds, d = [0], 0
+    for lane in range(1, lanes):
+        while d < D and indptr[d] < indptr[D] * lane / lanes:
+            d += 1
+        bounds.append(d)
+    return bounds + [D]
+
+
+def polish_sweep(indptr, indices, counts, resp, n_wk, alpha, eta, lanes=2):
+    """One batch CVB0 sweep over a block, in lanes: each lane counts from the block's starting
+    n_wk plus its own changes (n_wk and n_dk without the entry's own share), n_k as at the start;
+    the lanes' changes are added at the end. Returns new (resp, n_wk)."""
+    resp, start = resp.copy(), n_wk.copy()
     V = n_wk.shape[0]
-    for d in range(indptr.shape[0] - 1):
-        lo, hi = indptr[d], indptr[d + 1]
-        n_dk = counts[lo:hi] @ resp[lo:hi].astype(np.float64)
-        for p in range(lo, hi):
-            w, m = indices[p], counts[p]
-            share = m * resp[p].astype(np.float64)
-            n_dk -= share
-            n_wk[w] -= share
-            n_k -= share
-            g = (np.maximum(n_wk[w], 0.0) + eta) / (n_k + V * eta) * (np.maximum(n_dk, 0.0) + alpha)
-            resp[p] = (g / g.sum()).astype(np.float32)
-            share = m * resp[p].astype(np.float64)
-            n_dk += share
-            n_wk[w] += share
-            n_k += share
-    return resp, n_wk
+    denominator = start.sum(axis=0) + V * eta
+    out = start.copy()
+    bounds = polish_lane_bounds(indptr, lanes)
+    for lane in range(lanes):
+        own = start.copy()
+        for d in range(bounds[lane], bounds[lane + 1]):
+            lo, hi = indptr[d], indptr[d + 1]
+            n_dk = counts[lo:hi] @ resp[lo:hi].astype(np.float64)
+            for p in range(lo, hi):
+                w, m = indices[p], counts[p]
+                share = m * resp[p].astype(np.float64)
+                n_dk -= share
+                g = (np.maximum(own[w] - share, 0.0) + eta) / denominator * (np.maximum(n_dk, 0.0) + alpha)
+                new = (g / g.sum()).astype(np.float32)
+                own[w] += m * new.astype(np.float64) - share
+                n_dk += m * new
+                resp[p] = new
+        out += own - start
+    return resp, out

@@ -1,6 +1,7 @@
 """fit --polish: batch CVB0 sweeps after the streamed passes (topicscale/polish.py,
 kernels/polish.py) against their numpy twins, on planted topics, spilled to disk, within a time
 limit, and stopped and resumed."""
+import numba
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -26,6 +27,13 @@ def test_document_responsibilities_match_the_numpy_twin():
     assert np.allclose(got.sum(axis=1), 1.0, atol=1e-5)
 
 
+def sweep_once(indptr, indices, counts, resp, n_wk, alpha, eta):
+    n_k, change = n_wk.sum(axis=0), np.zeros((kernel.LANES,) + n_wk.shape)
+    kernel.sweep(indptr, indices, counts, resp, n_wk, n_k, alpha, eta, change)
+    assert not change.any()                     # the lanes' scratch is left zero
+    return n_k
+
+
 def test_a_sweep_matches_the_numpy_twin_and_keeps_the_counts_consistent():
     rng = np.random.default_rng(1)
     indptr, indices, counts = random_csr(rng, 40, 50)
@@ -35,13 +43,31 @@ def test_a_sweep_matches_the_numpy_twin_and_keeps_the_counts_consistent():
     kernel.add_word_counts(indices, counts, resp, n_wk)
     alpha = np.full(K, 0.1)
     want_resp, want_n_wk = reference.polish_sweep(indptr, indices, counts, resp, n_wk, alpha, 0.01)
-    n_k = n_wk.sum(axis=0)
-    kernel.sweep(indptr, indices, counts, resp, n_wk, n_k, alpha, 0.01)
+    n_k = sweep_once(indptr, indices, counts, resp, n_wk, alpha, 0.01)
     assert np.allclose(resp, want_resp, rtol=1e-4, atol=1e-6)
     assert np.allclose(n_wk, want_n_wk, rtol=1e-6, atol=1e-6)
     recount = np.zeros((V, K))
     kernel.add_word_counts(indices, counts, resp, recount)
     assert np.allclose(n_wk, recount, atol=1e-9) and np.allclose(n_k, recount.sum(axis=0))
+
+
+def test_a_sweep_gives_the_same_bits_on_one_thread_or_two():
+    rng = np.random.default_rng(2)
+    indptr, indices, counts = random_csr(rng, 60, 80)
+    resp = rng.dirichlet(np.ones(9), size=indices.shape[0]).astype(np.float32)
+    n_wk = np.zeros((80, 9))
+    kernel.add_word_counts(indices, counts, resp, n_wk)
+    before = numba.get_num_threads()
+    results = []
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            r, n = resp.copy(), n_wk.copy()
+            sweep_once(indptr, indices, counts, r, n, np.full(9, 0.2), 0.05)
+            results.append((r, n))
+    finally:
+        numba.set_num_threads(before)
+    assert np.array_equal(results[0][0], results[1][0]) and np.array_equal(results[0][1], results[1][1])
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +153,13 @@ def test_polish_goes_with_lda_only(planted, tmp_path):
     _, corpus = planted
     r = run("fit", corpus.path, "--model", "hdp", "--polish", "2", "-o", tmp_path / "m", ok=False)
     assert r.exit_code == 2 and "--polish goes with --model lda" in r.output
+
+
+def test_the_estimator_polishes_as_fit_does_and_partial_fit_refuses_it(planted, tmp_path):
+    from topicscale import LDA
+    _, corpus = planted
+    run("fit", corpus.path, "-k", "8", "--passes", "0.5", "--polish", "3", "--seed", "4", "-o", tmp_path / "cli")
+    est = LDA(n_components=8, passes=0.5, polish=3, seed=4).fit_corpus(corpus.path)
+    assert np.array_equal(est.model_.expected_beta(), load_model(tmp_path / "cli").expected_beta())
+    with pytest.raises(ValueError, match="not with partial_fit"):
+        LDA(n_components=8, polish=3).partial_fit(np.ones((4, 240)))

@@ -163,6 +163,9 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         """One pass over X, continuing the model fitted so far as `topicscale fit --init MODEL
         --passes 1` continues it (its step counter carries on; X's rows are the corpus D of the
         step sizes' scale), or, on the first call, a fit of one pass. y is ignored."""
+        if getattr(self, "polish", None):
+            raise ValueError("polish sweeps a whole corpus after training, so it goes with fit and "
+                             "fit_corpus, not with partial_fit (which sees one minibatch a call)")
         first = not hasattr(self, "model_")
         rows = self._rows(X, reset=first)
         words = (self._vocabulary(vocabulary, self.n_features_in_) if first

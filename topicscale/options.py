@@ -83,13 +83,13 @@ PART_OPTIONS = (
            "Floating point of the mean-field E-step while training (topic rows and exp(E[log theta])); "
            "a document near float32's range is redone in double (double_docs in metrics.jsonl). "
            "gamma and the topics stay float64; eval and infer run in double.", "single"),
+    Option("estep_beta", ("--estep-beta",), click.Choice(["exp-elog", "mean"]),
+           "Topics the mean-field E-step multiplies by: mean = E[beta], CVB0's plug-in, which keeps rare "
+           "words in their topics; exp-elog = exp(E[log beta]), the SVI paper's eq. 33.", "mean"),
     Option("polish", ("--polish",), click.IntRange(0),
            "Sweeps of batch collapsed variational Bayes (CVB0) over the whole corpus after the streamed "
            "passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word of each "
            "document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none.", 0),
-    Option("estep_beta", ("--estep-beta",), click.Choice(["exp-elog", "mean"]),
-           "Topics the mean-field E-step multiplies by: mean = E[beta], CVB0's plug-in, which keeps rare "
-           "words in their topics; exp-elog = exp(E[log beta]), the SVI paper's eq. 33.", "mean"),
 )
 RUN_OPTIONS = (
     Option("batch_size", ("--batch-size",), click.IntRange(1), "Documents per minibatch S.", 500,

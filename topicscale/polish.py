@@ -5,7 +5,8 @@ The stochastic steps average noisy minibatch statistics and leave topics blurred
 their frequent words); sweeps over every entry with its own responsibilities sharpen them, which
 readers see as more coherent topics. The sweeps keep one float32 vector of K responsibilities per
 distinct word of each document (nnz x K x 4 bytes): in memory up to RESIDENT_BYTES, else in a
-temporary file in the model folder, removed afterwards. The corpus is read block by block.
+temporary file in the model folder, removed afterwards; and the word counts with the lanes'
+scratch ((1 + LANES) x V x K float64). The corpus is read block by block.
 """
 import os
 import time
@@ -40,7 +41,8 @@ class Polish:
         kernel.document_responsibilities(indptr, indices, counts, np.ones((1, K)), alpha, 1, resp)
         n_wk = np.zeros((1, K))
         kernel.add_word_counts(indices, counts, resp, n_wk)
-        kernel.sweep(indptr, indices, counts, resp, n_wk, n_wk.sum(axis=0), alpha, float(model.eta))
+        kernel.sweep(indptr, indices, counts, resp, n_wk, n_wk.sum(axis=0), alpha, float(model.eta),
+                     np.zeros((kernel.LANES, 1, K)))
 
     def __call__(self, model, stop_requested=lambda: False, seconds_left=float("inf"), progress=False,
                  on_sweep=None):
@@ -64,6 +66,7 @@ class Polish:
                 kernel.add_word_counts(block.indices, block.counts, part, n_wk)
             del topics
             n_k = n_wk.sum(axis=0)
+            change = np.zeros((kernel.LANES, V, K))
             done = 0
             bar = tqdm(total=self.sweeps, unit="sweep", disable=not progress, leave=False,
                        desc="polish")
@@ -73,7 +76,8 @@ class Polish:
                         if stop_requested():
                             return None
                         kernel.sweep(block.indptr, block.indices, block.counts,
-                                     resp[start:start + block.indices.shape[0]], n_wk, n_k, alpha, eta)
+                                     resp[start:start + block.indices.shape[0]], n_wk, n_k, alpha, eta,
+                                     change)
                     done += 1
                     bar.update(1)
                     if on_sweep:

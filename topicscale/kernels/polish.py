@@ -3,27 +3,33 @@ Teh 2009, "On smoothing and inference for topic models", eq. 5; Teh, Newman and 
 
 Every entry p (document d, word w, count m) keeps its responsibilities resp[p, k] (float32). The
 counts they imply are n_wk = sum_p m resp[p, k] over the entries of word w, n_k = sum_w n_wk and
-n_dk = sum_p m resp[p, k] over the entries of document d. A sweep visits the entries in corpus
-order and replaces each entry's responsibilities by
+n_dk = sum_p m resp[p, k] over the entries of document d. A sweep visits the entries block by
+block and replaces each entry's responsibilities by
 
-    resp[p, k]  proportional to  (n_wk^-p + eta) / (n_k^-p + V eta) * (n_dk^-p + alpha_k),
+    resp[p, k]  proportional to  (n_wk^-p + eta) / (n_k + V eta) * (n_dk^-p + alpha_k),
 
-the counts ^-p without the entry's own share, updating the counts at once (a Gauss-Seidel sweep:
-the next entry sees them). n_dk is summed from resp when a document starts, so only the word
-counts n_wk (V x K) and resp are kept.
+n_wk^-p and n_dk^-p without the entry's own share. A block's documents are split into LANES
+lanes of about equal entries, swept side by side (one thread each when there are threads): a
+lane updates its own counts as it goes (Gauss-Seidel within the lane) and sees the other lanes'
+changes, and n_k, as they were when the block began; the lanes' changes are added in lane order
+when it ends. So the result depends on LANES and the blocks, never on the threads. n_dk is summed
+from resp when a document starts: only n_wk (V x K), the lanes' changes (LANES x V x K) and resp
+are kept.
 """
 import numpy as np
-from numba import njit
+from numba import njit, prange
+
+LANES = 2
 
 
-@njit(cache=True, nogil=True)
+@njit(parallel=True, cache=True)
 def document_responsibilities(indptr, indices, counts, topics, alpha, sweeps, resp):
     """resp of every entry from fixed topics (V x K, E[beta]): CVB0 of each document alone,
     n_dk starting at the document's length / K, `sweeps` sweeps over its entries."""
     K = topics.shape[1]
-    g = np.empty(K)
-    n_dk = np.empty(K)
-    for d in range(indptr.shape[0] - 1):
+    for d in prange(indptr.shape[0] - 1):
+        g = np.empty(K)
+        n_dk = np.empty(K)
         length = 0.0
         for p in range(indptr[d], indptr[d + 1]):
             length += counts[p]
@@ -54,32 +60,80 @@ def add_word_counts(indices, counts, resp, n_wk):
 
 
 @njit(cache=True, nogil=True)
-def sweep(indptr, indices, counts, resp, n_wk, n_k, alpha, eta):
-    """One batch CVB0 sweep over a block of documents (the module's update), in place on resp,
-    n_wk and n_k."""
-    K = n_k.shape[0]
-    v_eta = n_wk.shape[0] * eta
+def lane_bounds(indptr, lanes):
+    """Document boundaries (lanes + 1) that split a block into lanes of about equal entries."""
+    D = indptr.shape[0] - 1
+    bounds = np.empty(lanes + 1, dtype=np.int64)
+    bounds[0], bounds[lanes] = 0, D
+    d = 0
+    for lane in range(1, lanes):
+        target = indptr[D] * lane / lanes
+        while d < D and indptr[d] < target:
+            d += 1
+        bounds[lane] = d
+    return bounds
+
+
+@njit(cache=True, nogil=True)
+def sum_in_eight(x):
+    """sum(x) as eight running sums (k mod 8) added pairwise at the end: no chain of dependent
+    additions through all K, so the loops before and after it vectorise, and the same bits on
+    any CPU."""
+    s = np.zeros(8)
+    n = x.shape[0] - x.shape[0] % 8
+    for k in range(0, n, 8):
+        for j in range(8):
+            s[j] += x[k + j]
+    for k in range(n, x.shape[0]):
+        s[k - n] += x[k]
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+
+
+@njit(cache=True, nogil=True)
+def _sweep_lane(indptr, indices, counts, resp, first, last, n_wk, change, inv_total, alpha, eta):
+    """The sweep of documents first..last - 1, counting from n_wk + change and adding its own
+    changes to `change` (V x K)."""
+    K = n_wk.shape[1]
     g = np.empty(K)
     n_dk = np.empty(K)
-    for d in range(indptr.shape[0] - 1):
+    for d in range(first, last):
         n_dk[:] = 0.0
         for p in range(indptr[d], indptr[d + 1]):
+            m, own = counts[p], resp[p]
             for k in range(K):
-                n_dk[k] += counts[p] * resp[p, k]
+                n_dk[k] += m * own[k]
         for p in range(indptr[d], indptr[d + 1]):
-            w, m = indices[p], counts[p]
-            total = 0.0
+            m, own = counts[p], resp[p]
+            word, moved = n_wk[indices[p]], change[indices[p]]
             for k in range(K):
-                share = m * resp[p, k]
+                share = m * own[k]
                 n_dk[k] -= share
-                n_wk[w, k] -= share
-                n_k[k] -= share
-                g[k] = (max(n_wk[w, k], 0.0) + eta) / (n_k[k] + v_eta) * (max(n_dk[k], 0.0) + alpha[k])
-                total += g[k]
+                g[k] = ((max(word[k] + moved[k] - share, 0.0) + eta) * inv_total[k]
+                        * (max(n_dk[k], 0.0) + alpha[k]))
+            scale = 1.0 / sum_in_eight(g)
             for k in range(K):
-                new = np.float32(g[k] / total)
-                resp[p, k] = new
+                new = np.float32(g[k] * scale)
                 share = m * new
-                n_wk[w, k] += share
-                n_k[k] += share
+                moved[k] += share - m * own[k]
                 n_dk[k] += share
+                own[k] = new
+
+
+@njit(parallel=True, cache=True)
+def sweep(indptr, indices, counts, resp, n_wk, n_k, alpha, eta, change):
+    """One sweep over a block of documents (the module's update), in place on resp, n_wk and
+    n_k; `change` (LANES x V x K, zero) is the lanes' scratch and is left zero."""
+    K = n_k.shape[0]
+    inv_total = 1.0 / (n_k + n_wk.shape[0] * eta)
+    bounds = lane_bounds(indptr, LANES)
+    for lane in prange(LANES):
+        _sweep_lane(indptr, indices, counts, resp, bounds[lane], bounds[lane + 1], n_wk, change[lane],
+                    inv_total, alpha, eta)
+    for lane in range(LANES):
+        for p in range(indptr[bounds[lane]], indptr[bounds[lane + 1]]):
+            w = indices[p]
+            for k in range(K):
+                c = change[lane, w, k]
+                n_wk[w, k] += c
+                n_k[k] += c
+                change[lane, w, k] = 0.0
