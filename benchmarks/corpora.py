@@ -212,6 +212,19 @@ def _prepared(path, recipe):
         json.loads(stamp.read_text()) == recipe
 
 
+def _dictd(name):
+    def write(out, log, allow_apt):
+        return dictd_jsonl(*ensure_dictd(name, log, allow_apt), out), "dictionary entries"
+    return write
+
+
+# the corpora made from a JSON lines file: name -> write(out, log, allow_apt) -> (documents, what they are)
+JSONL = {"gcide": _dictd("gcide"), "foldoc": _dictd("foldoc"), "wordnet": _dictd("wn"),
+         "debian": lambda out, log, allow_apt: (descriptions_jsonl(ensure_descriptions(log, allow_apt), out),
+                                                "package descriptions"),
+         "fortunes": lambda out, log, allow_apt: (fortunes_jsonl(ensure_fortunes(log, allow_apt), out), "fortunes")}
+
+
 def prepare_corpus(name, work, cache, env, log, allow_apt=True):
     """Fetch and prepare one corpus; returns a description dict (train and heldout paths, sizes)."""
     work, cache = Path(work), Path(cache)
@@ -226,24 +239,11 @@ def prepare_corpus(name, work, cache, env, log, allow_apt=True):
         source = [str(cache / "nyt.ldac"), "--format", "ldac", "--vocab", str(cache / "nyt.tokens")]
     elif name == "sotu":
         source = [str(ROOT / "data" / "sotu.jsonl.gz")]
-    elif name in ("gcide", "foldoc", "wordnet"):
-        index, data = ensure_dictd({"wordnet": "wn"}.get(name, name), log, allow_apt)
+    elif name in JSONL:
         jsonl = work / f"{name}.jsonl.gz"
         if not jsonl.is_file():
-            n = dictd_jsonl(index, data, jsonl)
-            print(f"bench: wrote {jsonl}: {n} dictionary entries", file=sys.stderr)
-        source = [str(jsonl)]
-    elif name == "debian":
-        jsonl = work / "debian.jsonl.gz"
-        if not jsonl.is_file():
-            n = descriptions_jsonl(ensure_descriptions(log, allow_apt), jsonl)
-            print(f"bench: wrote {jsonl}: {n} package descriptions", file=sys.stderr)
-        source = [str(jsonl)]
-    elif name == "fortunes":
-        jsonl = work / "fortunes.jsonl.gz"
-        if not jsonl.is_file():
-            n = fortunes_jsonl(ensure_fortunes(log, allow_apt), jsonl)
-            print(f"bench: wrote {jsonl}: {n} fortunes", file=sys.stderr)
+            n, what = JSONL[name](jsonl, log, allow_apt)
+            print(f"bench: wrote {jsonl}: {n} {what}", file=sys.stderr)
         source = [str(jsonl)]
     else:
         raise BenchError(f"unknown corpus {name}")
