@@ -91,7 +91,6 @@ def test_polish_sharpens_a_short_fit_towards_the_planted_topics(planted, tmp_pat
     out = run(*base, "--polish", "20", "-o", tmp_path / "polished").output
     assert "then 20 polish sweeps" in out
     plain, polished = matched_tv(topics_of(tmp_path / "plain"), beta), matched_tv(topics_of(tmp_path / "polished"), beta)
-    print(plain, polished)
     assert polished < 0.15 and polished < plain / 2, (plain, polished)
 
 
