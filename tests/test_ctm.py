@@ -11,15 +11,13 @@ import sys
 import numba
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from scipy.optimize import linear_sum_assignment, minimize
 from scipy.special import softmax
 
-from clirun import run
+from clirun import run, run_stopped
 import reference_ctm as ref
 from synthetic import lda_documents, matched_tv, planted_topics, write_corpus
 from synthetic_ctm import ctm_documents, planted_covariance
-from topicscale.cli import cli
 from topicscale.corpus.shards import Rows
 from topicscale.evaluate import evaluate_model
 from topicscale.inference.global_steps.ctm import CTMBatch, CTMSVI, seed_topics
@@ -478,20 +476,11 @@ def test_cli_refuses_what_does_not_apply(planted_ctm, tmp_path):
 def test_cli_stop_and_resume_is_bit_identical(planted_ctm, tmp_path, monkeypatch, algorithm, local):
     """Stopped mid-epoch (as by a signal) and resumed: the model an uninterrupted run writes (batch
     EM's partial sums and the seeding travel in the checkpoint)."""
-    from topicscale import guards
     _, corpus, _ = planted_ctm
     args = ["fit", str(corpus.path), "--model", "ctm", "--algorithm", algorithm, "--local", local, "-k", "6",
             "--batch-size", "300", "--passes", "2", "--seed", "3", "-q"]
     run(*args, "-o", tmp_path / "whole")
-    calls = {"n": 0}
-
-    def stop_after_five(self):
-        calls["n"] += 1
-        return calls["n"] > 5
-
-    with monkeypatch.context() as m:
-        m.setattr(guards.StopOnSignal, "__call__", stop_after_five)
-        r = CliRunner().invoke(cli, args + ["-o", str(tmp_path / "cut")])
+    r, _ = run_stopped(monkeypatch, 5, *args, "-o", tmp_path / "cut")
     assert r.exit_code == 0 and "partial model" in r.output
     run("fit", "--resume", tmp_path / "cut")
     assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from clirun import run_stopped
 import reference
 from synthetic import lda_documents, matched_tv, planted_topics, random_csr, write_corpus
 from topicscale.cli import cli
@@ -146,20 +147,11 @@ def run(*args):
 def test_save_load_and_stop_and_resume_are_bit_identical(six_topics, tmp_path, monkeypatch, local):
     """A run stopped mid-epoch and resumed writes the model an uninterrupted run writes; the
     saved model loads with the same topics, sticks and own predictive prior."""
-    from topicscale import guards
     _, corpus = six_topics
     args = ["fit", corpus.path, "--model", "hdp", "--local", local, "-k", "12", "--batch-size", "300",
             "--passes", "1", "--seed", "3"]
     run(*args, "-o", tmp_path / "whole")
-    calls = {"n": 0}
-
-    def stop_after_four(self):
-        calls["n"] += 1
-        return calls["n"] > 4
-
-    with monkeypatch.context() as m:
-        m.setattr(guards.StopOnSignal, "__call__", stop_after_four)
-        r = CliRunner().invoke(cli, [str(a) for a in args] + ["-o", str(tmp_path / "cut")])
+    r, _ = run_stopped(monkeypatch, 4, *args, "-o", tmp_path / "cut")
     assert r.exit_code == 0 and "partial model" in r.output
     assert load_model(tmp_path / "cut").step == 4
     assert "resuming" in run("fit", "--resume", tmp_path / "cut")

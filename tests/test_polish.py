@@ -4,13 +4,11 @@ limit, and stopped and resumed."""
 import numba
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 import reference
-from clirun import run
+from clirun import run, run_stopped
 from synthetic import lda_documents, matched_tv, planted_topics, random_csr, write_corpus
 from topicscale import polish as polish_module
-from topicscale.cli import cli
 from topicscale.kernels import polish as kernel
 from topicscale.models import load_model
 
@@ -128,22 +126,13 @@ def test_polish_counts_as_training_and_stops_at_the_time_limit(planted):
 
 
 def test_a_run_stopped_while_polishing_resumes_to_the_same_model(planted, tmp_path, monkeypatch):
-    from topicscale import guards
     _, corpus = planted
     args = ["fit", corpus.path, "-k", "8", "--passes", "1", "--batch-size", "500", "--polish", "4",
             "--seed", "1"]
     run(*args, "-o", tmp_path / "whole")
-    calls = {"n": 0}
-
-    def stop_in_the_polish(self):               # 3 minibatches, then the polish's blocks
-        calls["n"] += 1
-        return calls["n"] > 5
-
-    with monkeypatch.context() as m:
-        m.setattr(guards.StopOnSignal, "__call__", stop_in_the_polish)
-        r = CliRunner().invoke(cli, [str(a) for a in args] + ["-o", str(tmp_path / "cut")])
+    r, polls = run_stopped(monkeypatch, 5, *args, "-o", tmp_path / "cut")   # 3 minibatches, then blocks
     assert r.exit_code == 0 and "partial model" in r.output
-    assert calls["n"] == 6
+    assert polls == 6
     assert "resuming" in run("fit", "--resume", tmp_path / "cut").output
     assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()
 

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from test_crash_resume import lock_holder
-from clirun import run
+from clirun import run, run_stopped
 from topicscale.cli import cli
 from topicscale.models import load_model
 
@@ -248,20 +248,11 @@ def test_second_signal_aborts_at_once_without_writing(planted, tmp_path, monkeyp
 def test_stop_and_resume_is_bit_identical_for_every_algorithm(planted, tmp_path, monkeypatch, algorithm):
     """Stopped mid-epoch (as by a signal) and resumed, every algorithm ends with the model an
     uninterrupted run writes: algorithm state travels in the checkpoint."""
-    from topicscale import guards
     _, corpus, _ = planted
     args = ["fit", str(corpus.path), "--algorithm", algorithm, "-k", "6", "--batch-size", "200",
             "--passes", "2", "--seed", "3"]
     run(*args, "-o", tmp_path / "whole")
-    calls = {"n": 0}
-
-    def stop_after_seven(self):
-        calls["n"] += 1
-        return calls["n"] > 7
-
-    with monkeypatch.context() as m:
-        m.setattr(guards.StopOnSignal, "__call__", stop_after_seven)
-        r = CliRunner().invoke(cli, args + ["-o", str(tmp_path / "cut")])
+    r, _ = run_stopped(monkeypatch, 7, *args, "-o", tmp_path / "cut")
     assert r.exit_code == 0 and "partial model" in r.output      # stopped: no signal, exit 0
     assert load_model(tmp_path / "cut").step < load_model(tmp_path / "whole").step or algorithm == "batch"
     resume(tmp_path / "cut")

@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 from scipy.special import gammaincinv, gammainccinv, polygamma
 
+from clirun import run_stopped
 import reference
 from synthetic import matched_tv
 from topicscale.cli import cli
@@ -207,21 +208,12 @@ def test_cli_defaults_are_the_papers_and_the_matrix_accepts_three_local_steps():
 
 
 def test_stop_and_resume_is_bit_identical(planted, tmp_path, monkeypatch):
-    from topicscale import runs
     _, corpus, _ = planted
     args = ["fit", str(corpus.path), "--algorithm", "ssmf", "-k", "6", "--batch-size", "200",
             "--passes", "2", "--tau", "10", "--seed", "3"]
     r = CliRunner().invoke(cli, args + ["-o", str(tmp_path / "whole")], catch_exceptions=False)
     assert r.exit_code == 0, r.output
-    calls = {"n": 0}
-
-    def stop_after_seven(self):
-        calls["n"] += 1
-        return calls["n"] > 7
-
-    with monkeypatch.context() as m:
-        m.setattr(runs.StopOnSignal, "__call__", stop_after_seven)
-        r = CliRunner().invoke(cli, args + ["-o", str(tmp_path / "cut")])
+    r, _ = run_stopped(monkeypatch, 7, *args, "-o", tmp_path / "cut")
     assert r.exit_code == 0 and "partial model" in r.output
     assert load_model(tmp_path / "cut").step < load_model(tmp_path / "whole").step
     r = CliRunner().invoke(cli, ["fit", "--resume", str(tmp_path / "cut")], catch_exceptions=False)
