@@ -208,7 +208,7 @@ def check(config):
                                   f"{c.step.why_refused}")
         if name in BY_NAME and BY_NAME[name] in PART_OPTIONS and name not in here:
             raise TopicscaleError(f"{flag(name)} goes with {owners(name)}, not with {run}")
-        if config.get("init_model") and name in registry.MODELS[model].options and name in KEPT_BY_INIT:
+        if config.get("init_model") and name in KEPT_BY_INIT:
             raise TopicscaleError(f"{flag(name)} does not go with --init (the model keeps its own)")
     for name in ("alpha", "eta"):
         if config.get(name) == "auto" and model != "lda":

@@ -48,7 +48,8 @@ class Polish:
                  on_sweep=None):
         """Polish `model`'s lambda in place: lambda = eta + n_wk after the sweeps. Stops early,
         between sweeps, when `seconds_left` run out; returns {"sweeps", "seconds"}, or None (the
-        model untouched) when stop_requested() says so (polled between blocks). on_sweep(record) after each sweep."""
+        model untouched) when stop_requested() says so (polled between blocks). on_sweep(record)
+        after each sweep."""
         from .kernels import polish as kernel
         t0 = time.perf_counter()
         K, V = model.n_topics, model.n_words
