@@ -17,7 +17,7 @@ from topicscale.train import RunLimits, RunState, train
 
 def test_fit_without_passes_stops_at_the_first_pass_gaining_too_little(planted, tmp_path):
     _, corpus, _ = planted
-    out = json.loads(run("fit", corpus.path, "-k", 10, "--batch-size", 300, "-o", tmp_path / "m",
+    out = json.loads(run("fit", corpus.path, "-k", 10, "--batch-size", 300, "--polish", 0, "-o", tmp_path / "m",
                          "--json", "-q").stdout)
     scores = out["pass_scores"]
     gains = np.diff(scores)
@@ -43,7 +43,7 @@ def test_with_a_heldout_corpus_the_passes_are_scored_on_it(planted, tmp_path, mo
     monkeypatch.setattr(evaluate, "evaluate_model",
                         lambda model, documents, **kw: scored.append(documents) or real(model, documents, **kw))
     out = json.loads(run("fit", corpus.path, "-k", 10, "--batch-size", 300, "--heldout", heldout.path,
-                         "-o", tmp_path / "m", "--json", "-q").stdout)
+                         "--polish", 0, "-o", tmp_path / "m", "--json", "-q").stdout)
     assert out["scored_on"] == "the held-out corpus"
     assert out["pass_scores"][-1] == out["heldout"]["per_word_ll"]
     assert sum(getattr(d, "path", None) == heldout.path for d in scored) == len(out["pass_scores"])

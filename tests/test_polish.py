@@ -151,3 +151,77 @@ def test_the_estimator_polishes_as_fit_does_and_partial_fit_refuses_it(planted, 
     assert np.array_equal(est.model_.expected_beta(), load_model(tmp_path / "cli").expected_beta())
     with pytest.raises(ValueError, match="not with partial_fit"):
         LDA(n_components=8, polish=3).partial_fit(np.ones((4, 240)))
+
+
+def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda: False):
+    """Polish "auto" on a fresh model, scored by `scores` in turn; returns (model, its passes'
+    lambda, the lambdas scored, the result)."""
+    from topicscale.models.lda import LDAModel
+    monkeypatch.setattr(polish_module, "MAX_SWEEPS", max_sweeps)
+    model = LDAModel.initial(corpus.vocab, 8, 0.125, 0.01, np.random.default_rng(0))
+    passes, scored = np.array(model.lam), []
+
+    def score(m):
+        scored.append(m.lam)
+        return scores[len(scored) - 1]
+
+    result = polish_module.Polish(corpus, "auto", corpus.path)(model, stop_requested, score=score)
+    return model, passes, scored, result
+
+
+@pytest.mark.parametrize("scores,sweeps,kept", [
+    ([-5.0, -5.1], 5, 0),                        # the first check loses: the passes' topics stay
+    ([-5.0, -4.9, -4.95], 10, 5),                # a loss after a gain: the best check's topics
+    ([-5.0, -4.9, -4.8, -4.799], 15, 15),        # a gain under MIN_GAIN stops, and is kept
+    ([-5.0, -4.0, -3.0, -2.0, -1.0], 20, 20),    # the cap (20 here) stops a run that keeps gaining
+])
+def test_auto_stops_when_a_check_gains_too_little_and_keeps_the_best_topics(planted, monkeypatch, scores,
+                                                                           sweeps, kept):
+    _, corpus = planted
+    model, passes, scored, result = run_auto(corpus, scores, monkeypatch, max_sweeps=20)
+    assert (result["sweeps"], result["kept"]) == (sweeps, kept)
+    assert result["scores"] == scores and np.array_equal(scored[0], passes)
+    assert np.array_equal(model.lam, scored[kept // polish_module.CHECK_SWEEPS])
+
+
+def test_auto_scores_the_topics_a_fixed_number_of_sweeps_gives(planted, monkeypatch):
+    from topicscale.models.lda import LDAModel
+    _, corpus = planted
+    _, _, scored, _ = run_auto(corpus, [-5.0, -4.0, -3.0], monkeypatch, max_sweeps=10)
+    fixed = LDAModel.initial(corpus.vocab, 8, 0.125, 0.01, np.random.default_rng(0))
+    polish_module.Polish(corpus, 5, corpus.path)(fixed)
+    assert np.array_equal(scored[1], fixed.lam)
+
+
+def test_auto_skips_what_would_not_fit_in_memory_and_a_stop_restores_the_passes_topics(planted, monkeypatch):
+    _, corpus = planted
+    polls = iter(range(1000))
+    model, passes, scored, result = run_auto(corpus, [-5.0, -4.0, -3.0], monkeypatch,
+                                             stop_requested=lambda: next(polls) == 12)
+    assert result is None and np.array_equal(model.lam, passes) and len(scored) == 3  # checks at 5 and 10
+    monkeypatch.setattr(polish_module, "RESIDENT_BYTES", 0)
+    model, passes, scored, result = run_auto(corpus, [], monkeypatch)
+    assert result["sweeps"] == 0 and "memory" in result["skipped"] and np.array_equal(model.lam, passes)
+    assert not scored
+
+
+def test_fit_polishes_by_default_only_when_it_trains_until_the_model_stops_improving(planted, tmp_path):
+    import json
+    from topicscale import convergence
+    from topicscale.evaluate import evaluate_model
+    _, corpus = planted
+    out = json.loads(run("fit", corpus.path, "-k", "8", "--batch-size", "300", "--json", "-q",
+                         "-o", tmp_path / "auto").stdout)
+    p = out["polish"]
+    assert p["scored_on"] == "1000 training documents" and p["scores"][0] == out["pass_scores"][-1]
+    assert p["sweeps"] == polish_module.CHECK_SWEEPS * (len(p["scores"]) - 1)
+    saved = load_model(tmp_path / "auto")
+    assert saved.settings["polish"] == "auto"
+    sample = convergence.training_sample(corpus, 0)
+    assert evaluate_model(saved, sample)["per_word_ll"] == max(p["scores"])
+    assert "polish sweeps over the corpus" in run("fit", corpus.path, "-k", "8", "--batch-size", "300",
+                                                  "--force", "-o", tmp_path / "auto").output
+    for given in (["--passes", "1"], ["--init", tmp_path / "auto"]):
+        out = json.loads(run("fit", corpus.path, *given, "--json", "-q", "-o", tmp_path / "other",
+                             "--force").stdout)
+        assert "polish" not in out and load_model(tmp_path / "other").settings["polish"] == 0

@@ -340,8 +340,7 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     if summary.get("scored_on"):
         lines.append(_convergence_line(summary))
     if summary.get("polish"):
-        p = summary["polish"]
-        lines.append(f"then {p['sweeps']} polish sweeps over the corpus in {p['seconds']:.2f} s (counted above)")
+        lines.append(_polish_line(summary["polish"]))
     if summary.get("heldout"):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
@@ -351,6 +350,22 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     _emit(as_json, summary, lines)
     if signum:
         ctx.exit(128 + signum)
+
+
+def _polish_line(p):
+    if p.get("skipped"):
+        return f"no polish sweeps: {p['skipped']}"
+    line = f"then {p['sweeps']} polish sweeps over the corpus in {p['seconds']:.2f} s (counted above)"
+    if "kept" not in p:
+        return line
+    scores = p["scores"]
+    if len(scores) == 1:
+        return f"{line}, too few to score: kept the passes' topics"
+    if not p["kept"]:
+        return (f"{line}; they scored {scores[1]:.4f} on {p['scored_on']} against the passes' "
+                f"{scores[0]:.4f}: kept the passes' topics")
+    return (f"{line}; kept the topics after {p['kept']}: {max(scores):.4f} on {p['scored_on']} against the "
+            f"passes' {scores[0]:.4f}")
 
 
 def _convergence_line(summary):

@@ -53,6 +53,22 @@ class PositiveOrAuto(click.ParamType):
         return number
 
 
+class CountOrAuto(click.ParamType):
+    """A whole number from 0, or "auto": the run decides (topicscale/polish.py)."""
+    name = "integer|auto"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is neither a whole number nor 'auto'", param, ctx)
+        if number < 0:
+            self.fail(f"{value!r} must be 0 or more (or 'auto')", param, ctx)
+        return number
+
+
 # ------------------------------------------------------------------------------ declarations
 SCHEDULE = ("rho_t = (tau + t)^-kappa with t = 0 at the first minibatch (gensim's `offset` is tau; "
             "scikit-learn's `learning_offset` is tau - 1; the SVI paper's tau is tau - 1, as it counts "
@@ -86,10 +102,15 @@ PART_OPTIONS = (
     Option("estep_beta", ("--estep-beta",), click.Choice(["exp-elog", "mean"]),
            "Topics the mean-field E-step multiplies by: mean = E[beta], CVB0's plug-in, which keeps rare "
            "words in their topics; exp-elog = exp(E[log beta]), the SVI paper's eq. 33.", "mean"),
-    Option("polish", ("--polish",), click.IntRange(0),
+    Option("polish", ("--polish",), CountOrAuto(),
            "Sweeps of batch collapsed variational Bayes (CVB0) over the whole corpus after the streamed "
            "passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word of each "
-           "document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none.", 0),
+           "document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none; auto: "
+           "scored like the passes every 5 sweeps, until 5 gain under 0.002 nats a word (at most 100), "
+           "keeping the best-scoring topics, the passes' when no sweep beats them; none when its numbers "
+           "would exceed 4 GiB.",
+           default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
+           "--time-limit or --init), else 0"),
 )
 RUN_OPTIONS = (
     Option("batch_size", ("--batch-size",), click.IntRange(1), "Documents per minibatch S.", 500,

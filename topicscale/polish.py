@@ -7,6 +7,14 @@ readers see as more coherent topics. The sweeps keep one float32 vector of K res
 distinct word of each document (nnz x K x 4 bytes): in memory up to RESIDENT_BYTES, else in a
 temporary file in the model folder, removed afterwards; and the word counts with the lanes'
 scratch ((1 + LANES) x V x K float64). The corpus is read block by block.
+
+`--polish auto` (the default when fit trains until the model stops improving) lets the scorer
+that decided when the passes stopped decide the sweeps too: it scores the polished topics every
+CHECK_SWEEPS sweeps, stops when a check gains under MIN_GAIN nats a word, and keeps the best
+topics it scored, the passes' own when no check beat them. On small corpora and long documents
+the sweeps fit the training documents at the held-out words' expense, and the first check says
+so; the sweeps are skipped when their numbers would not fit in memory (a corpus that big is
+what the streamed passes are for).
 """
 import os
 import time
@@ -19,10 +27,32 @@ START_SWEEPS = 3            # sweeps of each document alone that give the first 
 BLOCK_DOCS = 10_000
 RESIDENT_BYTES = 4 << 30
 SPILL_FILE = ".polish.tmp"   # a name runs.run_fit removes when a killed run left it
+AUTO = "auto"
+CHECK_SWEEPS = 5            # auto: sweeps between scores
+MAX_SWEEPS = 100            # auto: cap
+MIN_GAIN = 0.002            # auto: nats a word a check, as convergence.MIN_GAIN is a pass's
 
 
 def responsibilities_bytes(corpus, n_topics):
     return corpus.nnz * n_topics * 4
+
+
+class Checks:
+    """auto's scores: the passes' model's, then the polished topics' every CHECK_SWEEPS sweeps;
+    the best topics are kept (one V x K array beside the counts)."""
+
+    def __init__(self, score, model, passes_topics):
+        self.score, self.scores = score, [score(model)]
+        self.best_topics, self.best_sweeps = passes_topics, 0
+
+    def check(self, model, sweeps, n_wk):
+        """Score lambda = eta + n_wk (clipped at 0: a sum of changes can undershoot by a
+        rounding); False when it gained under MIN_GAIN on the last check."""
+        model.lam = np.maximum(n_wk, 0.0) + model.eta
+        self.scores.append(self.score(model))
+        if self.scores[-1] > max(self.scores[:-1]):
+            self.best_topics, self.best_sweeps = model.lam, sweeps
+        return self.scores[-1] - self.scores[-2] >= MIN_GAIN
 
 
 class Polish:
@@ -31,6 +61,7 @@ class Polish:
 
     def __init__(self, corpus, sweeps, folder):
         self.corpus, self.sweeps, self.folder = corpus, sweeps, Path(folder)
+        self.auto = sweeps == AUTO
 
     def warm_up(self, model):
         from .kernels import polish as kernel
@@ -45,11 +76,32 @@ class Polish:
                      np.zeros((kernel.LANES, 1, K)))
 
     def __call__(self, model, stop_requested=lambda: False, seconds_left=float("inf"), progress=False,
-                 on_sweep=None):
+                 on_sweep=None, score=None):
         """Polish `model`'s lambda in place: lambda = eta + n_wk after the sweeps. Stops early,
-        between sweeps, when `seconds_left` run out; returns {"sweeps", "seconds"}, or None (the
-        model untouched) when stop_requested() says so (polled between blocks). on_sweep(record)
-        after each sweep."""
+        between sweeps, when `seconds_left` run out; returns {"sweeps", "seconds"} (auto: also
+        "kept", the sweeps of the topics kept, and "scores"; or "skipped", why none ran), or None
+        (the passes' model back) when stop_requested() says so (polled between blocks).
+        on_sweep(record) after each sweep. score(model) -> float: auto's scorer (module docstring)."""
+        t0 = time.perf_counter()
+        if self.auto and responsibilities_bytes(self.corpus, model.n_topics) > RESIDENT_BYTES:
+            return {"sweeps": 0, "seconds": 0.0, "skipped": "its numbers would not fit in memory"}
+        passes_topics = np.array(model.lam) if self.auto else model.lam    # (auto: a writable copy)
+        checks = Checks(score, model, passes_topics) if self.auto else None
+        done = self._sweep(model, stop_requested, seconds_left - (time.perf_counter() - t0), progress,
+                           on_sweep, checks)
+        if done is None:
+            model.lam = passes_topics
+            return None
+        result = {"sweeps": done}
+        if checks:
+            model.lam = checks.best_topics
+            result.update(kept=checks.best_sweeps, scores=checks.scores)
+        result["seconds"] = time.perf_counter() - t0
+        return result
+
+    def _sweep(self, model, stop_requested, seconds_left, progress, on_sweep, checks):
+        """The sweeps, a fixed number or until `checks` say stop; returns how many ran, or None
+        when stopped by stop_requested()."""
         from .kernels import polish as kernel
         t0 = time.perf_counter()
         K, V = model.n_topics, model.n_words
@@ -69,10 +121,10 @@ class Polish:
             n_k = n_wk.sum(axis=0)
             change = np.zeros((kernel.LANES, V, K))
             done = 0
-            bar = tqdm(total=self.sweeps, unit="sweep", disable=not progress, leave=False,
-                       desc="polish")
+            most = MAX_SWEEPS if checks else self.sweeps
+            bar = tqdm(total=most, unit="sweep", disable=not progress, leave=False, desc="polish")
             with bar:
-                while done < self.sweeps and time.perf_counter() - t0 < seconds_left:
+                while done < most and time.perf_counter() - t0 < seconds_left:
                     for start, block in self._blocks():
                         if stop_requested():
                             return None
@@ -81,13 +133,20 @@ class Polish:
                                      change)
                     done += 1
                     bar.update(1)
+                    record = {"event": "polish", "sweep": done, "seconds": time.perf_counter() - t0}
+                    go_on = True
+                    if checks and done % CHECK_SWEEPS == 0:
+                        go_on = checks.check(model, done, n_wk)
+                        record["score"] = checks.scores[-1]
                     if on_sweep:
-                        on_sweep({"event": "polish", "sweep": done,
-                                  "seconds": time.perf_counter() - t0})
-            np.maximum(n_wk, 0.0, out=n_wk)
-            n_wk += eta
-            model.lam = n_wk
-            return {"sweeps": done, "seconds": time.perf_counter() - t0}
+                        on_sweep(record)
+                    if not go_on:
+                        break
+            if not checks:
+                np.maximum(n_wk, 0.0, out=n_wk)
+                n_wk += eta
+                model.lam = n_wk
+            return done
         finally:
             del resp
             spill.unlink(missing_ok=True)

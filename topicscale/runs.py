@@ -21,7 +21,7 @@ from .corpus.shards import Corpus, open_corpus
 from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
 from .models import load_model, store
-from .polish import Polish
+from .polish import AUTO, Polish
 from .train import RunLimits, RunState, planned_docs, train
 
 CHECKPOINT_FILE = "checkpoint.npz"
@@ -89,7 +89,8 @@ def run_limits(config):
 def with_defaults(config):
     """Choose the local step (default_local), check the given options (options.check), then fill
     the rest: the algorithm's DEFAULTS (its paper's settings), then the declared defaults of the
-    options this run owns; options it does not own are dropped."""
+    options this run owns (--polish: auto when the run trains until the model stops improving);
+    options it does not own are dropped."""
     config = {"local": None, **{name: None for name in options.BY_NAME}, **config}
     config["model"] = config.get("model") or "lda"
     config["algorithm"] = config.get("algorithm") or "svi"
@@ -109,6 +110,8 @@ def with_defaults(config):
         elif config[o.name] is None:
             config[o.name] = o.default
     config["batch_size"] = sized["batch_size"]
+    if "polish" in here and config["polish"] is None:
+        config["polish"] = AUTO if run_limits(config).min_gain and not config["init_model"] else 0
     return config
 
 
@@ -242,6 +245,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary.update(workers=executor.n_workers, worker_threads=executor.threads)
         if limits.min_gain:
             summary["scored_on"] = score_pass.scored_on
+        if "kept" in summary.get("polish", {}):
+            summary["polish"]["scored_on"] = score_pass.scored_on
         if not finished:                        # stopped by a signal: partial model + checkpoint
             checkpoint(state)
             model.settings["partial"] = True

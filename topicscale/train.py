@@ -71,7 +71,8 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     steps run (default: this process, in chunks of limits.chunk_docs documents; a
     distributed.Executor also warms its workers' kernels before the clock starts). polish: a
     polish.Polish run on the model once the passes are done, within what is left of time_limit,
-    counted as training; interrupted by a signal, it is redone whole on --resume.
+    counted as training (`--polish auto` scores with score_pass); interrupted by a signal, it is
+    redone whole on --resume.
     Returns (summary dict, finished: bool).
     """
     state = state or RunState()
@@ -106,7 +107,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
             estep_statistics(algorithm.local, warm_batch(), model)
         elif hasattr(algorithm, "warm_up"):
             algorithm.warm_up()
-        if limits.min_gain:
+        if limits.min_gain or getattr(polish, "auto", False):
             score_pass.warm_up(model)
         if polish:
             polish.warm_up(model)
@@ -162,8 +163,8 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
         polished = None
         if finished and polish:
             left = limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
-            polished = polish(model, stop_requested, left, progress, record) if left > 0 else {
-                "sweeps": 0, "seconds": 0.0}
+            polished = (polish(model, stop_requested, left, progress, record, score_pass) if left > 0
+                        else {"sweeps": 0, "seconds": 0.0})
             if polished is None:
                 finished = False
             else:
