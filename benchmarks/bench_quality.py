@@ -7,10 +7,12 @@ topicscale's default `fit` beside tomotopy's collapsed Gibbs sampler, per corpus
 Each corpus is prepared as for bench_peers.py (corpora.py). Runs, each in its own process with 2
 threads:
   topicscale default   `topicscale fit CORPUS -k K --seed 0 --json` with no other option (it trains
-                       until a pass gains under 0.002 nats a word); time = its `train_seconds`
+                       until a pass gains under 0.002 nats a word, then `--polish auto`); time =
+                       its `train_seconds`
   topicscale P passes  the same with --passes 1, 5, 20: the curve
   scvb0 P passes       --algorithm scvb0 --passes 5, 20
-  --polish N           the default followed by N batch CVB0 sweeps, N = 20, 50
+  --polish N           the default's passes followed by N batch CVB0 sweeps, N = 0 (the passes
+                       alone), 20, 50
   tomotopy             LDAModel(alpha = 1/K, eta = 0.01, optim_interval 0), train(100) calls on 2
                        workers up to --gibbs iterations, topics taken after each (peers.py)
 Every topic matrix is scored the same way (`--worker score`):
@@ -39,7 +41,7 @@ from common import BenchError, child_env, last_json, machine, run, run_worker, t
 TOP_N, DIVERSITY_N, WORST = 10, 25, 5
 CURVE_PASSES = (1, 5, 20)
 SCVB0_PASSES = (5, 20)
-POLISH_SWEEPS = (20, 50)
+POLISH_SWEEPS = (0, 20, 50)
 
 
 # ------------------------------------------------------------------------------ scoring
@@ -109,7 +111,7 @@ def fit(corpus, K, extra, folder, env, log, what):
     summary = last_json(stdout, what)
     return {"train_seconds": summary["train_seconds"], "docs": summary["docs"], "local": summary["local"],
             "passes": summary["docs"] / corpus["train_docs"], "stopped": summary.get("stopped"),
-            "path": str(folder)}
+            "polish": summary.get("polish"), "path": str(folder)}
 
 
 def run_case(args, corpus, K, env, work, log):
@@ -181,7 +183,8 @@ def plot(case, path):
         d = next(r for r in case["rows"] if r["setting"] == "default")
         ax.plot([d["train_seconds"]], [d[key]], "*", markersize=14, label="topicscale default")
         pol = [r for r in case["rows"] if "polish" in r["setting"]]
-        ax.plot([r["train_seconds"] for r in pol], [r[key] for r in pol], "D", label="default --polish 20, 50")
+        ax.plot([r["train_seconds"] for r in pol], [r[key] for r in pol], "D",
+                label="--polish " + ", ".join(map(str, POLISH_SWEEPS)))
         ax.set_xscale("log")
         ax.set_xlabel("training seconds")
         ax.set_ylabel(label)
@@ -208,7 +211,10 @@ def render(result):
                   "|---|---|---|---|---|---|---|---|---|"]
         for r in case["rows"]:
             passes = f"{r['passes']:.0f}" if "passes" in r else "-"
-            lines.append(f"| {r['tool']} | {r['setting']} | {r.get('local', '-')} | {passes} | {r['train_seconds']:.2f} "
+            setting = r["setting"]
+            if (r.get("polish") or {}).get("scores"):
+                setting += f" (polish auto: kept {r['polish']['kept']} of {r['polish']['sweeps']} sweeps)"
+            lines.append(f"| {r['tool']} | {setting} | {r.get('local', '-')} | {passes} | {r['train_seconds']:.2f} "
                          f"| {r['per_word_ll']:.4f} | {r['npmi']:.3f} | {r['diversity']:.2f} | {r['overlaps']} |")
         met = lambda ok: "met" if ok else "**not met**"
         lines.append("")
@@ -219,7 +225,7 @@ def render(result):
                          f"{met(t['time_at_most_tenth_of_tomotopy'])}; held-out at least tomotopy's best "
                          f"{met(t['heldout_at_least_tomotopy_best'])}.")
         lines += ["", f"![{case['case']}]({case['plot']})", ""]
-        for setting in ("default", f"--polish {POLISH_SWEEPS[-1]}"):
+        for setting in ("--polish 0", "default"):
             row = next(r for r in case["rows"] if r["setting"] == setting)
             lines += [f"Least coherent topics of `fit` {setting}:", ""]
             lines += [f"- {w['npmi']:+.3f}: {' '.join(w['words'])}" for w in row["worst"]]
