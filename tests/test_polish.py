@@ -225,3 +225,19 @@ def test_fit_polishes_by_default_only_when_it_trains_until_the_model_stops_impro
         out = json.loads(run("fit", corpus.path, *given, "--json", "-q", "-o", tmp_path / "other",
                              "--force").stdout)
         assert "polish" not in out and load_model(tmp_path / "other").settings["polish"] == 0
+
+
+def test_a_run_stopped_while_polishing_auto_writes_the_passes_model_and_resumes_to_the_same_one(
+        planted, tmp_path, monkeypatch):
+    import json
+    _, corpus = planted
+    args = ["fit", corpus.path, "-k", "8", "--batch-size", "500", "--seed", "1"]
+    whole = json.loads(run(*args, "--json", "-q", "-o", tmp_path / "whole").stdout)
+    assert whole["polish"]["sweeps"] > polish_module.CHECK_SWEEPS + 1        # stopped after a check
+    run(*args, "--polish", "0", "-o", tmp_path / "passes")
+    r, _ = run_stopped(monkeypatch, whole["batches"] + polish_module.CHECK_SWEEPS + 1, *args,
+                       "-o", tmp_path / "cut")                  # one block a sweep: stops in sweep 7
+    assert r.exit_code == 0 and "partial model" in r.output
+    assert np.array_equal(load_model(tmp_path / "cut").lam, load_model(tmp_path / "passes").lam)
+    assert "resuming" in run("fit", "--resume", tmp_path / "cut").output
+    assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()

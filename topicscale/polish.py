@@ -39,11 +39,12 @@ def responsibilities_bytes(corpus, n_topics):
 
 class Checks:
     """auto's scores: the passes' model's, then the polished topics' every CHECK_SWEEPS sweeps;
-    the best topics are kept (one V x K array beside the counts)."""
+    keeps a copy of the passes' topics and the best scored (two V x K arrays beside the counts)."""
 
-    def __init__(self, score, model, passes_topics):
+    def __init__(self, score, model):
         self.score, self.scores = score, [score(model)]
-        self.best_topics, self.best_sweeps = passes_topics, 0
+        self.passes_topics = np.array(model.lam)            # a writable copy of the read-only view
+        self.best_topics, self.best_sweeps = self.passes_topics, 0
 
     def check(self, model, sweeps, n_wk):
         """Score lambda = eta + n_wk (clipped at 0: a sum of changes can undershoot by a
@@ -85,15 +86,15 @@ class Polish:
         t0 = time.perf_counter()
         if self.auto and responsibilities_bytes(self.corpus, model.n_topics) > RESIDENT_BYTES:
             return {"sweeps": 0, "seconds": 0.0, "skipped": "its numbers would not fit in memory"}
-        passes_topics = np.array(model.lam) if self.auto else model.lam    # (auto: a writable copy)
-        checks = Checks(score, model, passes_topics) if self.auto else None
+        checks = Checks(score, model) if self.auto else None
         done = self._sweep(model, stop_requested, seconds_left - (time.perf_counter() - t0), progress,
                            on_sweep, checks)
         if done is None:
-            model.lam = passes_topics
+            if checks is not None:              # the fixed sweeps change lambda only at the end
+                model.lam = checks.passes_topics
             return None
         result = {"sweeps": done}
-        if checks:
+        if checks is not None:
             model.lam = checks.best_topics
             result.update(kept=checks.best_sweeps, scores=checks.scores)
         result["seconds"] = time.perf_counter() - t0
@@ -121,7 +122,7 @@ class Polish:
             n_k = n_wk.sum(axis=0)
             change = np.zeros((kernel.LANES, V, K))
             done = 0
-            most = MAX_SWEEPS if checks else self.sweeps
+            most = MAX_SWEEPS if checks is not None else self.sweeps
             bar = tqdm(total=most, unit="sweep", disable=not progress, leave=False, desc="polish")
             with bar:
                 while done < most and time.perf_counter() - t0 < seconds_left:
@@ -135,14 +136,14 @@ class Polish:
                     bar.update(1)
                     record = {"event": "polish", "sweep": done, "seconds": time.perf_counter() - t0}
                     go_on = True
-                    if checks and done % CHECK_SWEEPS == 0:
+                    if checks is not None and done % CHECK_SWEEPS == 0:
                         go_on = checks.check(model, done, n_wk)
                         record["score"] = checks.scores[-1]
                     if on_sweep:
                         on_sweep(record)
                     if not go_on:
                         break
-            if not checks:
+            if checks is None:
                 np.maximum(n_wk, 0.0, out=n_wk)
                 n_wk += eta
                 model.lam = n_wk
