@@ -37,36 +37,27 @@ class Option:
     default_text: str = ""   # the default as --help states it when it depends on the owner
 
 
-class PositiveOrAuto(click.ParamType):
-    """A positive number, or "auto": a prior the run learns (inference/priors.py)."""
-    name = "float|auto"
+class OrAuto(click.ParamType):
+    """A number, or "auto": a setting the run decides (--alpha, --eta: a prior it learns,
+    inference/priors.py; --polish: polish.py)."""
+
+    def __init__(self, name, parse, allowed, what):
+        self.name, self.parse, self.allowed, self.what = name, parse, allowed, what
 
     def convert(self, value, param, ctx):
         if isinstance(value, str) and value.strip().lower() == "auto":
             return "auto"
         try:
-            number = float(value)
+            number = self.parse(value)
         except (TypeError, ValueError):
-            self.fail(f"{value!r} is neither a number nor 'auto'", param, ctx)
-        if not (number > 0 and number < float("inf")):
-            self.fail(f"{value!r} must be a finite number above 0 (or 'auto')", param, ctx)
+            self.fail(f"{value!r} is neither {self.what} nor 'auto'", param, ctx)
+        if not self.allowed(number):
+            self.fail(f"{value!r} must be {self.what} (or 'auto')", param, ctx)
         return number
 
 
-class CountOrAuto(click.ParamType):
-    """A whole number from 0, or "auto": the run decides (topicscale/polish.py)."""
-    name = "integer|auto"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, str) and value.strip().lower() == "auto":
-            return "auto"
-        try:
-            number = int(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is neither a whole number nor 'auto'", param, ctx)
-        if number < 0:
-            self.fail(f"{value!r} must be 0 or more (or 'auto')", param, ctx)
-        return number
+POSITIVE_OR_AUTO = OrAuto("float|auto", float, lambda x: 0 < x < float("inf"), "a finite number above 0")
+COUNT_OR_AUTO = OrAuto("integer|auto", int, lambda n: n >= 0, "a whole number from 0")
 
 
 # ------------------------------------------------------------------------------ declarations
@@ -76,10 +67,10 @@ SCHEDULE = ("rho_t = (tau + t)^-kappa with t = 0 at the first minibatch (gensim'
 PART_OPTIONS = (
     Option("n_topics", ("-k", "--topics", "n_topics"), click.IntRange(1),
            "Number of topics K (HDP: the corpus truncation).", default_text="100, HDP 150"),
-    Option("alpha", ("--alpha",), PositiveOrAuto(),
+    Option("alpha", ("--alpha",), POSITIVE_OR_AUTO,
            "Topic-proportion prior (HDP: document concentration). LDA: auto learns an asymmetric "
            "alpha (a Newton step each minibatch, from 1/K).", default_text="1/K, HDP 1, or the algorithm's"),
-    Option("eta", ("--eta",), PositiveOrAuto(),
+    Option("eta", ("--eta",), POSITIVE_OR_AUTO,
            "Topic Dirichlet prior. LDA: auto learns it (a Newton step every 10 minibatches).", 0.01),
     Option("omega", ("--omega",), click.FloatRange(0, min_open=True),
            "Corpus concentration of the topic sticks.", 1.0),
@@ -102,7 +93,7 @@ PART_OPTIONS = (
     Option("estep_beta", ("--estep-beta",), click.Choice(["exp-elog", "mean"]),
            "Topics the mean-field E-step multiplies by: mean = E[beta], CVB0's plug-in, which keeps rare "
            "words in their topics; exp-elog = exp(E[log beta]), the SVI paper's eq. 33.", "mean"),
-    Option("polish", ("--polish",), CountOrAuto(),
+    Option("polish", ("--polish",), COUNT_OR_AUTO,
            "Sweeps of batch collapsed variational Bayes (CVB0) over the whole corpus after the streamed "
            "passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word of each "
            "document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none; auto: "
