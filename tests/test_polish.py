@@ -199,10 +199,15 @@ def test_auto_skips_what_would_not_fit_in_memory_and_a_stop_restores_the_passes_
     model, passes, scored, result = run_auto(corpus, [-5.0, -4.0, -3.0], monkeypatch,
                                              stop_requested=lambda: next(polls) == 12)
     assert result is None and np.array_equal(model.lam, passes) and len(scored) == 3  # checks at 5 and 10
-    monkeypatch.setattr(polish_module, "RESIDENT_BYTES", 0)
-    model, passes, scored, result = run_auto(corpus, [], monkeypatch)
-    assert result["sweeps"] == 0 and "memory" in result["skipped"] and np.array_equal(model.lam, passes)
-    assert not scored
+    need = polish_module.responsibilities_bytes(corpus, 8)
+    for resident, available in ((need - 1, None), (need, 2 * need - 2)):    # over 4 GiB, over half
+        monkeypatch.setattr(polish_module, "RESIDENT_BYTES", resident)
+        monkeypatch.setattr(polish_module, "available_memory", lambda: available)
+        model, passes, scored, result = run_auto(corpus, [], monkeypatch)
+        assert result["sweeps"] == 0 and "memory" in result["skipped"] and np.array_equal(model.lam, passes)
+        assert not scored
+    monkeypatch.setattr(polish_module, "available_memory", lambda: 2 * need)
+    assert run_auto(corpus, [-5.0, -5.1], monkeypatch)[3]["sweeps"] == polish_module.CHECK_SWEEPS
 
 
 def test_fit_polishes_by_default_only_when_it_trains_until_the_model_stops_improving(planted, tmp_path):

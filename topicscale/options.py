@@ -99,7 +99,7 @@ PART_OPTIONS = (
            "document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none; auto: "
            "scored like the passes every 5 sweeps, until 5 gain under 0.002 nats a word (at most 100), "
            "keeping the best-scoring topics, the passes' when no sweep beats them; none when its numbers "
-           "would exceed 4 GiB.",
+           "would exceed 4 GiB or half the memory available.",
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
            "--time-limit or --init), else 0"),
 )

@@ -13,8 +13,8 @@ that decided when the passes stopped decide the sweeps too: it scores the polish
 CHECK_SWEEPS sweeps, stops when a check gains under MIN_GAIN nats a word, and keeps the best
 topics it scored, the passes' own when no check beat them. On small corpora and long documents
 the sweeps fit the training documents at the held-out words' expense, and the first check says
-so; the sweeps are skipped when their numbers would not fit in memory (a corpus that big is
-what the streamed passes are for).
+so; the sweeps are skipped when their numbers would not fit in memory (auto_fits: a corpus
+that big is what the streamed passes are for).
 """
 import os
 import time
@@ -35,6 +35,26 @@ MIN_GAIN = 0.002            # auto: nats a word a check, as convergence.MIN_GAIN
 
 def responsibilities_bytes(corpus, n_topics):
     return corpus.nnz * n_topics * 4
+
+
+def available_memory():
+    """Bytes of memory available to a new allocation (Linux: MemAvailable), or None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def auto_fits(corpus, n_topics):
+    """auto sweeps only in memory: the responsibilities within RESIDENT_BYTES and within half the
+    memory available (a default must not push a machine into swap)."""
+    need = responsibilities_bytes(corpus, n_topics)
+    free = available_memory()
+    return need <= RESIDENT_BYTES and (free is None or need <= free // 2)
 
 
 class Checks:
@@ -84,7 +104,7 @@ class Polish:
         (the passes' model back) when stop_requested() says so (polled between blocks).
         on_sweep(record) after each sweep. score(model) -> float: auto's scorer (module docstring)."""
         t0 = time.perf_counter()
-        if self.auto and responsibilities_bytes(self.corpus, model.n_topics) > RESIDENT_BYTES:
+        if self.auto and not auto_fits(self.corpus, model.n_topics):
             return {"sweeps": 0, "seconds": 0.0, "skipped": "its numbers would not fit in memory"}
         checks = Checks(score, model) if self.auto else None
         done = self._sweep(model, stop_requested, seconds_left - (time.perf_counter() - t0), progress,
