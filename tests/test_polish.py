@@ -222,6 +222,7 @@ def test_fit_polishes_by_default_only_when_it_trains_until_the_model_stops_impro
     assert p["sweeps"] == polish_module.CHECK_SWEEPS * (len(p["scores"]) - 1)
     saved = load_model(tmp_path / "auto")
     assert saved.settings["polish"] == "auto"
+    assert saved.settings["polished"] == f"kept {p['kept']} of {p['sweeps']} sweeps"
     sample = convergence.training_sample(corpus, 0)
     assert evaluate_model(saved, sample)["per_word_ll"] == max(p["scores"])
     assert "polish sweeps over the corpus" in run("fit", corpus.path, "-k", "8", "--batch-size", "300",

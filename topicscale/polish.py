@@ -57,6 +57,15 @@ def auto_fits(corpus, n_topics):
     return need <= RESIDENT_BYTES and (free is None or need <= free // 2)
 
 
+def outcome(result):
+    """One line on what a polish did, for the model's settings (`info`)."""
+    if result.get("skipped"):
+        return f"none: {result['skipped']}"
+    if "kept" in result:
+        return f"kept {result['kept']} of {result['sweeps']} sweeps"
+    return f"{result['sweeps']} sweeps"
+
+
 class Checks:
     """auto's scores: the passes' model's, then the polished topics' every CHECK_SWEEPS sweeps;
     keeps a copy of the passes' topics and the best scored (two V x K arrays beside the counts)."""

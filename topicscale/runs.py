@@ -21,7 +21,7 @@ from .corpus.shards import Corpus, open_corpus
 from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
 from .models import load_model, store
-from .polish import AUTO, Polish
+from .polish import AUTO, Polish, outcome as polish_outcome
 from .train import RunLimits, RunState, planned_docs, train
 
 CHECKPOINT_FILE = "checkpoint.npz"
@@ -257,6 +257,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             return summary, stop.signum
         record(dict(summary, event="summary"))
         log.close()
+        if summary.get("polish"):
+            model.settings["polished"] = polish_outcome(summary["polish"])
         model.save(output)
         _finish_metrics(output, append=bool(config["init_model"])
                         and Path(config["init_model"]).resolve() == output.resolve())
