@@ -313,10 +313,11 @@ def polish_lane_bounds(indptr, lanes):
     return bounds + [D]
 
 
-def polish_sweep(indptr, indices, counts, resp, n_wk, alpha, eta, lanes=2):
+def polish_sweep(indptr, indices, counts, resp, n_wk, alpha, eta, relax, lanes=2):
     """One batch CVB0 sweep over a block, in lanes: each lane counts from the block's starting
     n_wk plus its own changes (n_wk and n_dk without the entry's own share), n_k as at the start;
-    the lanes' changes are added at the end. Returns new (resp, n_wk)."""
+    each entry moves `relax` times the CVB0 update's step, clipped at 0 and renormalised; the
+    lanes' changes are added at the end. Returns new (resp, n_wk)."""
     resp, start = resp.copy(), n_wk.copy()
     V = n_wk.shape[0]
     denominator = start.sum(axis=0) + V * eta
@@ -332,7 +333,9 @@ def polish_sweep(indptr, indices, counts, resp, n_wk, alpha, eta, lanes=2):
                 share = m * resp[p].astype(np.float64)
                 n_dk -= share
                 g = (np.maximum(own[w] - share, 0.0) + eta) / denominator * (np.maximum(n_dk, 0.0) + alpha)
-                new = (g / g.sum()).astype(np.float32)
+                before = resp[p].astype(np.float64)
+                moved = np.maximum(before + relax * (g / g.sum() - before), 0.0)
+                new = (moved / moved.sum()).astype(np.float32)
                 own[w] += m * new.astype(np.float64) - share
                 n_dk += m * new
                 resp[p] = new

@@ -1,5 +1,5 @@
-"""`fit --polish N`: N batch CVB0 sweeps over the whole corpus after the streamed passes
-(kernels/polish.py), started from the topics those passes reached.
+"""`fit --polish N`: N over-relaxed batch CVB0 sweeps over the whole corpus after the streamed
+passes (kernels/polish.py), started from the topics those passes reached.
 
 The stochastic steps average noisy minibatch statistics and leave topics blurred (many share
 their frequent words); sweeps over every entry with its own responsibilities sharpen them, which
@@ -10,8 +10,8 @@ scratch ((1 + LANES) x V x K float64). The corpus is read block by block.
 
 `--polish auto` (the default when fit trains until the model stops improving) lets the scorer
 that decided when the passes stopped decide the sweeps too: it scores the polished topics every
-CHECK_SWEEPS sweeps, stops when a check gains under MIN_GAIN nats a word, and keeps the best
-topics it scored, the passes' own when no check beat them. On small corpora and long documents
+CHECK_SWEEPS sweeps, stops when the checks gain under MIN_GAIN nats a word (Checks), and keeps
+the best topics it scored, the passes' own when no check beat them. On small corpora and long documents
 the sweeps fit the training documents at the held-out words' expense, and the first check says
 so; the sweeps are skipped when their numbers would not fit in memory (auto_fits: a corpus
 that big is what the streamed passes are for).
@@ -24,6 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 START_SWEEPS = 3            # sweeps of each document alone that give the first responsibilities
+RELAXATION = 2.0            # omega: each sweep moves an entry twice the CVB0 update's step
 BLOCK_DOCS = 10_000
 RESIDENT_BYTES = 4 << 30
 SPILL_FILE = ".polish.tmp"   # a name runs.run_fit removes when a killed run left it
@@ -68,21 +69,31 @@ def outcome(result):
 
 class Checks:
     """auto's scores: the passes' model's, then the polished topics' every CHECK_SWEEPS sweeps;
-    keeps a copy of the passes' topics and the best scored (two V x K arrays beside the counts)."""
+    keeps a copy of the passes' topics and the best scored (two V x K arrays beside the counts).
+
+    The sweeps stop at the first check that does not beat the passes by MIN_GAIN (they do not
+    pay on this corpus), later at the second check in a row that does not beat the best by
+    MIN_GAIN: over-relaxed sweeps move the score up and down a little from check to check."""
 
     def __init__(self, score, model):
         self.score, self.scores = score, [score(model)]
         self.passes_topics = np.array(model.lam)            # a writable copy of the read-only view
         self.best_topics, self.best_sweeps = self.passes_topics, 0
+        self.misses_left = 0
 
     def check(self, model, sweeps, n_wk):
         """Score lambda = eta + n_wk (clipped at 0: a sum of changes can undershoot by a
-        rounding); False when it gained under MIN_GAIN on the last check."""
+        rounding); False when the sweeps should stop (the class's rule)."""
         model.lam = np.maximum(n_wk, 0.0) + model.eta
+        best = max(self.scores)
         self.scores.append(self.score(model))
-        if self.scores[-1] > max(self.scores[:-1]):
+        if self.scores[-1] > best:
             self.best_topics, self.best_sweeps = model.lam, sweeps
-        return self.scores[-1] - self.scores[-2] >= MIN_GAIN
+        if self.scores[-1] - best >= MIN_GAIN:
+            self.misses_left = 1
+            return True
+        self.misses_left -= 1
+        return self.misses_left >= 0
 
 
 class Polish:
@@ -103,7 +114,7 @@ class Polish:
         n_wk = np.zeros((1, K))
         kernel.add_word_counts(indices, counts, resp, n_wk)
         kernel.sweep(indptr, indices, counts, resp, n_wk, n_wk.sum(axis=0), alpha, float(model.eta),
-                     np.zeros((kernel.LANES, 1, K)))
+                     np.zeros((kernel.LANES, 1, K)), RELAXATION)
 
     def __call__(self, model, stop_requested=lambda: False, seconds_left=float("inf"), progress=False,
                  on_sweep=None, score=None):
@@ -160,7 +171,7 @@ class Polish:
                             return None
                         kernel.sweep(block.indptr, block.indices, block.counts,
                                      resp[start:start + block.indices.shape[0]], n_wk, n_k, alpha, eta,
-                                     change)
+                                     change, RELAXATION)
                     done += 1
                     bar.update(1)
                     record = {"event": "polish", "sweep": done, "seconds": time.perf_counter() - t0}

@@ -8,11 +8,18 @@ block and replaces each entry's responsibilities by
 
     resp[p, k]  proportional to  (n_wk^-p + eta) / (n_k + V eta) * (n_dk^-p + alpha_k),
 
-n_wk^-p and n_dk^-p without the entry's own share. A block's documents are split into LANES
-lanes of about equal entries, swept side by side (one thread each when there are threads): a
-lane updates its own counts as it goes (Gauss-Seidel within the lane) and sees the other lanes'
-changes, and n_k, as they were when the block began; the lanes' changes are added in lane order
-when it ends. So the result depends on LANES and the blocks, never on the threads. n_dk is summed
+n_wk^-p and n_dk^-p without the entry's own share, then over-relaxed (successive
+over-relaxation of this fixed-point update; Salakhutdinov and Roweis 2003, "Adaptive overrelaxed
+bound optimization methods"): with r the update above and `relax` = omega,
+
+    resp[p, k]  proportional to  max(resp[p, k] + omega (r[p, k] - resp[p, k]), 0),
+
+which is r itself at omega = 1 and keeps each entry on the simplex at any omega.
+
+A block's documents are split into LANES lanes of about equal entries, swept side by side (one
+thread each when there are threads): a lane updates its own counts as it goes (Gauss-Seidel
+within the lane) and sees the other lanes' changes, and n_k, as they were when the block began;
+the lanes' changes are added in lane order when it ends. So the result depends on LANES and the blocks, never on the threads. n_dk is summed
 from resp when a document starts: only n_wk (V x K), the lanes' changes (LANES x V x K) and resp
 are kept.
 """
@@ -90,7 +97,7 @@ def sum_in_eight(x):
 
 
 @njit(cache=True, nogil=True)
-def _sweep_lane(indptr, indices, counts, resp, first, last, n_wk, change, inv_total, alpha, eta):
+def _sweep_lane(indptr, indices, counts, resp, first, last, n_wk, change, inv_total, alpha, eta, relax):
     """The sweep of documents first..last - 1, counting from n_wk + change and adding its own
     changes to `change` (V x K)."""
     K = n_wk.shape[1]
@@ -112,6 +119,9 @@ def _sweep_lane(indptr, indices, counts, resp, first, last, n_wk, change, inv_to
                         * (max(n_dk[k], 0.0) + alpha[k]))
             scale = 1.0 / sum_in_eight(g)
             for k in range(K):
+                g[k] = max(own[k] + relax * (g[k] * scale - own[k]), 0.0)
+            scale = 1.0 / sum_in_eight(g)
+            for k in range(K):
                 new = np.float32(g[k] * scale)
                 share = m * new
                 moved[k] += share - m * own[k]
@@ -120,15 +130,16 @@ def _sweep_lane(indptr, indices, counts, resp, first, last, n_wk, change, inv_to
 
 
 @njit(parallel=True, cache=True)
-def sweep(indptr, indices, counts, resp, n_wk, n_k, alpha, eta, change):
-    """One sweep over a block of documents (the module's update), in place on resp, n_wk and
-    n_k; `change` (LANES x V x K, zero) is the lanes' scratch and is left zero."""
+def sweep(indptr, indices, counts, resp, n_wk, n_k, alpha, eta, change, relax):
+    """One sweep over a block of documents (the module's update, over-relaxed by `relax`), in
+    place on resp, n_wk and n_k; `change` (LANES x V x K, zero) is the lanes' scratch and is left
+    zero."""
     K = n_k.shape[0]
     inv_total = 1.0 / (n_k + n_wk.shape[0] * eta)
     bounds = lane_bounds(indptr, LANES)
     for lane in prange(LANES):
         _sweep_lane(indptr, indices, counts, resp, bounds[lane], bounds[lane + 1], n_wk, change[lane],
-                    inv_total, alpha, eta)
+                    inv_total, alpha, eta, relax)
     for lane in range(LANES):
         for p in range(indptr[bounds[lane]], indptr[bounds[lane + 1]]):
             w = indices[p]
