@@ -174,10 +174,10 @@ def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda:
 
 @pytest.mark.parametrize("scores,sweeps,kept", [
     ([-5.0, -5.1], 5, 0),                        # the first check loses: the passes' topics stay
-    ([-5.0, -4.999], 5, 5),                      # the first gains under MIN_GAIN: stop, keep it
+    ([-5.0, -4.995], 5, 5),                      # the first gains under 5 sweeps' MIN_GAIN: stop
     ([-5.0, -4.9, -4.95, -4.96], 15, 5),         # two losses after a gain: the best check's topics
     ([-5.0, -4.9, -4.95, -4.8, -4.9, -4.85], 25, 15),   # a gain between two misses goes on
-    ([-5.0, -4.9, -4.8, -4.799, -4.7985], 20, 20),      # two gains under MIN_GAIN stop, are kept
+    ([-5.0, -4.9, -4.8, -4.795, -4.79], 20, 20),        # two gains under it stop, and are kept
     ([-5.0, -4.0, -3.0, -2.0, -1.0, 0.0], 25, 25),      # the cap (25 here) stops a run that gains
 ])
 def test_auto_stops_when_checks_gain_too_little_and_keeps_the_best_topics(planted, monkeypatch, scores,

@@ -94,11 +94,12 @@ PART_OPTIONS = (
            "Topics the mean-field E-step multiplies by: mean = E[beta], CVB0's plug-in, which keeps rare "
            "words in their topics; exp-elog = exp(E[log beta]), the SVI paper's eq. 33.", "mean"),
     Option("polish", ("--polish",), COUNT_OR_AUTO,
-           "Sweeps of batch collapsed variational Bayes (CVB0) over the whole corpus after the streamed "
-           "passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word of each "
-           "document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none; auto: "
-           "scored like the passes every 5 sweeps, until 5 gain under 0.002 nats a word (at most 100), "
-           "keeping the best-scoring topics, the passes' when no sweep beats them; none when its numbers "
+           "Sweeps of over-relaxed batch collapsed variational Bayes (CVB0) over the whole corpus after "
+           "the streamed passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word "
+           "of each document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none; "
+           "auto: scored like the passes every 5 sweeps, keeping the best-scoring topics; stops when the "
+           "first 5 sweeps gain under 0.002 nats a word a sweep over the passes (keeping theirs), later "
+           "when two checks in a row gain under that over the best (at most 100); none when its numbers "
            "would exceed 4 GiB or half the memory available.",
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
            "--time-limit or --init), else 0"),

@@ -10,7 +10,7 @@ scratch ((1 + LANES) x V x K float64). The corpus is read block by block.
 
 `--polish auto` (the default when fit trains until the model stops improving) lets the scorer
 that decided when the passes stopped decide the sweeps too: it scores the polished topics every
-CHECK_SWEEPS sweeps, stops when the checks gain under MIN_GAIN nats a word (Checks), and keeps
+CHECK_SWEEPS sweeps, stops when the checks gain under MIN_GAIN nats a word a sweep (Checks), and keeps
 the best topics it scored, the passes' own when no check beat them. On small corpora and long documents
 the sweeps fit the training documents at the held-out words' expense, and the first check says
 so; the sweeps are skipped when their numbers would not fit in memory (auto_fits: a corpus
@@ -31,7 +31,8 @@ SPILL_FILE = ".polish.tmp"   # a name runs.run_fit removes when a killed run lef
 AUTO = "auto"
 CHECK_SWEEPS = 5            # auto: sweeps between scores
 MAX_SWEEPS = 100            # auto: cap
-MIN_GAIN = 0.002            # auto: nats a word a check, as convergence.MIN_GAIN is a pass's
+MIN_GAIN = 0.002            # auto: nats a word a sweep, as convergence.MIN_GAIN is a pass's (a sweep
+                            # costs about what a pass does)
 
 
 def responsibilities_bytes(corpus, n_topics):
@@ -71,9 +72,10 @@ class Checks:
     """auto's scores: the passes' model's, then the polished topics' every CHECK_SWEEPS sweeps;
     keeps a copy of the passes' topics and the best scored (two V x K arrays beside the counts).
 
-    The sweeps stop at the first check that does not beat the passes by MIN_GAIN (they do not
-    pay on this corpus), later at the second check in a row that does not beat the best by
-    MIN_GAIN: over-relaxed sweeps move the score up and down a little from check to check."""
+    A check must gain MIN_GAIN a sweep since the last: the sweeps stop at the first check that
+    does not beat the passes by that much (they do not pay on this corpus), later at the second
+    check in a row that does not beat the best by that much: over-relaxed sweeps move the score
+    up and down a little from check to check."""
 
     def __init__(self, score, model):
         self.score, self.scores = score, [score(model)]
@@ -89,7 +91,7 @@ class Checks:
         self.scores.append(self.score(model))
         if self.scores[-1] > best:
             self.best_topics, self.best_sweeps = model.lam, sweeps
-        if self.scores[-1] - best >= MIN_GAIN:
+        if self.scores[-1] - best >= MIN_GAIN * CHECK_SWEEPS:
             self.misses_left = 1
             return True
         self.misses_left -= 1
