@@ -10,11 +10,11 @@ scratch ((1 + LANES) x V x K float64). The corpus is read block by block.
 
 `--polish auto` (the default when fit trains until the model stops improving) lets the scorer
 that decided when the passes stopped decide the sweeps too: it scores the polished topics every
-CHECK_SWEEPS sweeps, stops when the checks gain under MIN_GAIN nats a word a sweep (Checks), and keeps
-the best topics it scored, the passes' own when no check beat them. On small corpora and long documents
-the sweeps fit the training documents at the held-out words' expense, and the first check says
-so; the sweeps are skipped when their numbers would not fit in memory (auto_fits: a corpus
-that big is what the streamed passes are for).
+CHECK_SWEEPS sweeps, stops when the checks gain under MIN_GAIN nats a word a sweep (Checks),
+and keeps the best topics it scored, the passes' own when no check beat them. On small corpora
+and long documents the sweeps fit the training documents at the held-out words' expense, and
+the first check says so; the sweeps are skipped when their numbers would not fit in memory
+(auto_fits: a corpus that big is what the streamed passes are for).
 """
 import os
 import time
@@ -31,8 +31,8 @@ SPILL_FILE = ".polish.tmp"   # a name runs.run_fit removes when a killed run lef
 AUTO = "auto"
 CHECK_SWEEPS = 5            # auto: sweeps between scores
 MAX_SWEEPS = 100            # auto: cap
-MIN_GAIN = 0.002            # auto: nats a word a sweep, as convergence.MIN_GAIN is a pass's (a sweep
-                            # costs about what a pass does)
+MIN_GAIN = 0.002            # auto: nats a word a sweep, as convergence.MIN_GAIN is a pass's
+                            # (a sweep costs about what a pass does)
 
 
 def responsibilities_bytes(corpus, n_topics):

@@ -19,9 +19,9 @@ which is r itself at omega = 1 and keeps each entry on the simplex at any omega.
 A block's documents are split into LANES lanes of about equal entries, swept side by side (one
 thread each when there are threads): a lane updates its own counts as it goes (Gauss-Seidel
 within the lane) and sees the other lanes' changes, and n_k, as they were when the block began;
-the lanes' changes are added in lane order when it ends. So the result depends on LANES and the blocks, never on the threads. n_dk is summed
-from resp when a document starts: only n_wk (V x K), the lanes' changes (LANES x V x K) and resp
-are kept.
+the lanes' changes are added in lane order when it ends. So the result depends on LANES and
+the blocks, never on the threads. n_dk is summed from resp when a document starts: only n_wk
+(V x K), the lanes' changes (LANES x V x K) and resp are kept.
 """
 import numpy as np
 from numba import njit, prange
