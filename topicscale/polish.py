@@ -72,10 +72,10 @@ class Checks:
     """auto's scores: the passes' model's, then the polished topics' every CHECK_SWEEPS sweeps;
     keeps a copy of the passes' topics and the best scored (two V x K arrays beside the counts).
 
-    A check must gain MIN_GAIN a sweep since the last: the sweeps stop at the first check that
-    does not beat the passes by that much (they do not pay on this corpus), later at the second
-    check in a row that does not beat the best by that much: over-relaxed sweeps move the score
-    up and down a little from check to check."""
+    A check must beat the best score so far by MIN_GAIN a sweep (CHECK_SWEEPS x MIN_GAIN): the
+    sweeps stop at the first check that does not beat the passes so (they do not pay on this
+    corpus), later at the second check in a row that does not beat the best so: over-relaxed
+    sweeps move the score up and down a little from check to check."""
 
     def __init__(self, score, model):
         self.score, self.scores = score, [score(model)]
