@@ -6,7 +6,8 @@ their frequent words); sweeps over every entry with its own responsibilities sha
 readers see as more coherent topics. The sweeps keep one float32 vector of K responsibilities per
 distinct word of each document (nnz x K x 4 bytes): in memory up to RESIDENT_BYTES, else in a
 temporary file in the model folder, removed afterwards; and the word counts with the lanes'
-scratch ((1 + LANES) x V x K float64). The corpus is read block by block.
+scratch ((1 + LANES) x V x K float32). The corpus is read block by block (kept in memory beside
+responsibilities in memory).
 
 `--polish auto` (the default when fit trains until the model stops improving) lets the scorer
 that decided when the passes stopped decide the sweeps too: it scores the polished topics every
@@ -86,7 +87,7 @@ class Checks:
     def check(self, model, sweeps, n_wk):
         """Score lambda = eta + n_wk (clipped at 0: a sum of changes can undershoot by a
         rounding); False when the sweeps should stop (the class's rule)."""
-        model.lam = np.maximum(n_wk, 0.0) + model.eta
+        model.lam = np.maximum(n_wk, 0.0, dtype=np.float64) + model.eta
         best = max(self.scores)
         self.scores.append(self.score(model))
         if self.scores[-1] > best:
@@ -115,8 +116,8 @@ class Polish:
         kernel.document_responsibilities(indptr, indices, counts, np.ones((1, K)), alpha, 1, resp)
         n_wk = np.zeros((1, K))
         kernel.add_word_counts(indices, counts, resp, n_wk)
-        kernel.sweep(indptr, indices, counts, resp, n_wk, n_wk.sum(axis=0), alpha, float(model.eta),
-                     np.zeros((kernel.LANES, 1, K)), RELAXATION)
+        kernel.sweep(indptr, indices, counts, resp, n_wk.astype(np.float32), n_wk.sum(axis=0), alpha,
+                     float(model.eta), np.zeros((kernel.LANES, 1, K), np.float32), RELAXATION)
 
     def __call__(self, model, stop_requested=lambda: False, seconds_left=float("inf"), progress=False,
                  on_sweep=None, score=None):
@@ -151,24 +152,29 @@ class Polish:
         alpha = np.ascontiguousarray(model.alpha, dtype=np.float64)
         eta = float(model.eta)
         spill = self.folder / SPILL_FILE
-        resp = self._responsibilities(K, spill)
+        resident = responsibilities_bytes(self.corpus, K) <= RESIDENT_BYTES
+        resp = (np.empty((self.corpus.nnz, K), dtype=np.float32) if resident else
+                np.memmap(os.fspath(spill), dtype=np.float32, mode="w+", shape=(self.corpus.nnz, K)))
+        kept = list(self._blocks()) if resident else None
+        blocks = (lambda: kept) if resident else self._blocks
         try:
             topics = np.ascontiguousarray(model.expected_beta())
             n_wk = np.zeros((V, K))
-            for start, block in self._blocks():
+            for start, block in blocks():
                 part = resp[start:start + block.indices.shape[0]]
                 kernel.document_responsibilities(block.indptr, block.indices, block.counts, topics,
                                                  alpha, START_SWEEPS, part)
                 kernel.add_word_counts(block.indices, block.counts, part, n_wk)
             del topics
             n_k = n_wk.sum(axis=0)
-            change = np.zeros((kernel.LANES, V, K))
+            n_wk = n_wk.astype(np.float32)
+            change = np.zeros((kernel.LANES, V, K), np.float32)
             done = 0
             most = MAX_SWEEPS if checks is not None else self.sweeps
             bar = tqdm(total=most, unit="sweep", disable=not progress, leave=False, desc="polish")
             with bar:
                 while done < most and time.perf_counter() - t0 < seconds_left:
-                    for start, block in self._blocks():
+                    for start, block in blocks():
                         if stop_requested():
                             return None
                         kernel.sweep(block.indptr, block.indices, block.counts,
@@ -186,19 +192,11 @@ class Polish:
                     if not go_on:
                         break
             if checks is None:
-                np.maximum(n_wk, 0.0, out=n_wk)
-                n_wk += eta
-                model.lam = n_wk
+                model.lam = np.maximum(n_wk, 0.0, dtype=np.float64) + eta
             return done
         finally:
             del resp
             spill.unlink(missing_ok=True)
-
-    def _responsibilities(self, K, spill):
-        shape = (self.corpus.nnz, K)
-        if responsibilities_bytes(self.corpus, K) <= RESIDENT_BYTES:
-            return np.empty(shape, dtype=np.float32)
-        return np.memmap(os.fspath(spill), dtype=np.float32, mode="w+", shape=shape)
 
     def _blocks(self):
         """(first entry, CSR block) of the corpus in row order."""

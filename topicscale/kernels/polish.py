@@ -19,14 +19,18 @@ which is r itself at omega = 1 and keeps each entry on the simplex at any omega.
 A block's documents are split into LANES lanes of about equal entries, swept side by side (one
 thread each when there are threads): a lane updates its own counts as it goes (Gauss-Seidel
 within the lane) and sees the other lanes' changes, and n_k, as they were when the block began;
-the lanes' changes are added in lane order when it ends. So the result depends on LANES and
-the blocks, never on the threads. n_dk is summed from resp when a document starts: only n_wk
-(V x K), the lanes' changes (LANES x V x K) and resp are kept.
+the lanes' changes are added in lane order when it ends (the block's words in MERGE_CHUNKS chunks
+merged side by side). So the result depends on LANES and the blocks, never on the threads. n_dk
+is summed from resp when a document starts: only n_wk (V x K), the lanes' changes
+(LANES x V x K) and resp are kept. n_wk and the changes may be float32 (n_k stays float64): a
+sweep adds a word's changes to n_wk once a block, so roundings add up over blocks, not entries,
+and an entry fetches half the bytes.
 """
 import numpy as np
 from numba import njit, prange
 
 LANES = 2
+MERGE_CHUNKS = 8
 
 
 @njit(parallel=True, cache=True)
@@ -79,6 +83,20 @@ def lane_bounds(indptr, lanes):
             d += 1
         bounds[lane] = d
     return bounds
+
+
+@njit(cache=True, nogil=True)
+def block_words(indices, n_words):
+    """The distinct words of `indices`, in order of first appearance."""
+    seen = np.zeros(n_words, dtype=np.bool_)
+    words = np.empty(indices.shape[0], dtype=np.int64)
+    n = 0
+    for w in indices:
+        if not seen[w]:
+            seen[w] = True
+            words[n] = w
+            n += 1
+    return words[:n]
 
 
 @njit(cache=True, nogil=True)
@@ -140,11 +158,18 @@ def sweep(indptr, indices, counts, resp, n_wk, n_k, alpha, eta, change, relax):
     for lane in prange(LANES):
         _sweep_lane(indptr, indices, counts, resp, bounds[lane], bounds[lane + 1], n_wk, change[lane],
                     inv_total, alpha, eta, relax)
-    for lane in range(LANES):
-        for p in range(indptr[bounds[lane]], indptr[bounds[lane + 1]]):
-            w = indices[p]
-            for k in range(K):
-                c = change[lane, w, k]
-                n_wk[w, k] += c
-                n_k[k] += c
-                change[lane, w, k] = 0.0
+    words = block_words(indices[indptr[0]:indptr[-1]], n_wk.shape[0])
+    n = words.shape[0]
+    added = np.zeros((MERGE_CHUNKS, K))
+    for chunk in prange(MERGE_CHUNKS):
+        for i in range(n * chunk // MERGE_CHUNKS, n * (chunk + 1) // MERGE_CHUNKS):
+            w = words[i]
+            for lane in range(LANES):
+                for k in range(K):
+                    c = change[lane, w, k]
+                    n_wk[w, k] += c
+                    added[chunk, k] += c
+                    change[lane, w, k] = 0.0
+    for chunk in range(MERGE_CHUNKS):
+        for k in range(K):
+            n_k[k] += added[chunk, k]
