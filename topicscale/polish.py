@@ -71,7 +71,8 @@ def outcome(result):
 
 class Checks:
     """auto's scores: the passes' model's, then the polished topics' every CHECK_SWEEPS sweeps;
-    keeps a copy of the passes' topics and the best scored (two V x K arrays beside the counts).
+    keeps a copy of the passes' topics, the best scored and a spare that the next check writes
+    (three V x K arrays beside the counts; a check allocates none).
 
     A check must beat the best score so far by MIN_GAIN a sweep (CHECK_SWEEPS x MIN_GAIN): the
     sweeps stop at the first check that does not beat the passes so (they do not pay on this
@@ -82,16 +83,22 @@ class Checks:
         self.score, self.scores = score, [score(model)]
         self.passes_topics = np.array(model.lam)            # a writable copy of the read-only view
         self.best_topics, self.best_sweeps = self.passes_topics, 0
+        self.spare = np.empty_like(self.passes_topics)
         self.misses_left = 0
 
     def check(self, model, sweeps, n_wk):
         """Score lambda = eta + n_wk (clipped at 0: a sum of changes can undershoot by a
         rounding); False when the sweeps should stop (the class's rule)."""
-        model.lam = np.maximum(n_wk, 0.0, dtype=np.float64) + model.eta
+        lam = self.spare
+        np.maximum(n_wk, 0.0, out=lam)
+        lam += model.eta
+        model.lam = lam
         best = max(self.scores)
         self.scores.append(self.score(model))
         if self.scores[-1] > best:
-            self.best_topics, self.best_sweeps = model.lam, sweeps
+            beaten = self.best_topics
+            self.best_topics, self.best_sweeps = lam, sweeps
+            self.spare = np.empty_like(lam) if beaten is self.passes_topics else beaten
         if self.scores[-1] - best >= MIN_GAIN * CHECK_SWEEPS:
             self.misses_left = 1
             return True
