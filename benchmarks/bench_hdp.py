@@ -270,7 +270,8 @@ def render(r):
          f"column: with other work on the machine compare CPU seconds). Commit {m['source']['commit']}.", "",
          f"Every run: minibatches of {s['batch_size']}, seed {s['seed']}, `fit --time-limit B` (training only; "
          f"kernels loaded before the clock starts), but the `own stop` LDA rows: `fit` as a user runs it, "
-         f"stopping by its own rule (its time shown; it counts for the best LDA when within 1.05 B). LDA at its defaults (alpha = 1/K, its default local step); "
+         f"stopping by its own rule (its time shown; it counts for the best LDA when within 1.05 B). "
+         f"LDA at its defaults (alpha = 1/K, its default local step); "
          f"HDP truncation K = {s['hdp_topics']}, alpha = omega = 1, eta = 0.01, one setting on every corpus. "
          f"Peers: {', '.join(r['peers']) or 'none'}" + (f"; skipped corpora: {r['skipped']}" if r["skipped"] else "")
          + ".", ""]
