@@ -29,6 +29,8 @@ and an entry fetches half the bytes.
 import numpy as np
 from numba import njit, prange
 
+from .minibatch import distinct_words
+
 LANES = 2
 MERGE_CHUNKS = 8
 
@@ -83,20 +85,6 @@ def lane_bounds(indptr, lanes):
             d += 1
         bounds[lane] = d
     return bounds
-
-
-@njit(cache=True, nogil=True)
-def block_words(indices, n_words):
-    """The distinct words of `indices`, in order of first appearance."""
-    seen = np.zeros(n_words, dtype=np.bool_)
-    words = np.empty(indices.shape[0], dtype=np.int64)
-    n = 0
-    for w in indices:
-        if not seen[w]:
-            seen[w] = True
-            words[n] = w
-            n += 1
-    return words[:n]
 
 
 @njit(cache=True, nogil=True)
@@ -158,7 +146,7 @@ def sweep(indptr, indices, counts, resp, n_wk, n_k, alpha, eta, change, relax):
     for lane in prange(LANES):
         _sweep_lane(indptr, indices, counts, resp, bounds[lane], bounds[lane + 1], n_wk, change[lane],
                     inv_total, alpha, eta, relax)
-    words = block_words(indices[indptr[0]:indptr[-1]], n_wk.shape[0])
+    words, _ = distinct_words(indices[indptr[0]:indptr[-1]])
     n = words.shape[0]
     added = np.zeros((MERGE_CHUNKS, K))
     for chunk in prange(MERGE_CHUNKS):
