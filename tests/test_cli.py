@@ -317,6 +317,17 @@ def test_eval_coherence_in_the_training_corpus_and_diversity_in_info(model):
     assert [r["coherence"]["c_v"] for r in rows] == out["coherence"]["c_v"]["per_topic"]
 
 
+def test_fit_says_how_many_topics_repeat_another(sotu, tmp_path):
+    """Too many topics for 3,600 paragraphs: after one pass some share most of their top words,
+    and fit's summary, its printed line and `info` count the same ones."""
+    root, _ = sotu
+    out = run("fit", root / "corpus", "-k", "60", "--passes", "1", "--seed", "1", "-o", tmp_path / "m").output
+    summary = [json.loads(l) for l in (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()][-1]
+    repeated = json.loads(run("info", tmp_path / "m", "--json").output)["repeated_topics"]
+    assert 0 < summary["repeated_topics"] == repeated < 60
+    assert f"{repeated} topics repeat another's top words" in out
+
+
 def test_threads_outside_the_cores_are_refused(sotu, tmp_path):
     root, _ = sotu
     r = run("fit", root / "corpus", "--threads", "0", "-o", tmp_path / "m", ok=False)

@@ -167,6 +167,36 @@ def test_topics_that_share_words_are_less_diverse():
     assert coh.topic_diversity(shared, range(K)) == pytest.approx(0.1)
 
 
+def _lambda_with_tops(tops, V):
+    """V x len(tops) lambda whose column k ranks tops[k]'s words first, in their order."""
+    lam = np.full((V, len(tops)), 0.01)
+    for k, words in enumerate(tops):
+        lam[words, k] = 100.0 - np.arange(len(words))
+    return lam
+
+
+def test_a_topic_sharing_over_half_of_its_top_words_is_repeated():
+    base = list(range(10))
+    six = [0, 1, 2, 3, 4, 5, 20, 21, 22, 23]             # shares 6 of 10 with base
+    five = [0, 1, 2, 3, 4, 20, 21, 22, 23, 24]           # shares exactly half
+    other = [6, 7, 8, 9, 10, 25, 26, 27, 28, 29]         # 4 with base, 0 with six
+    assert coh.repeated_topics(_lambda_with_tops([base, six, other], 30), [0, 1, 2]) == 2
+    assert coh.repeated_topics(_lambda_with_tops([base, five, other], 30), [0, 1, 2]) == 0
+    assert coh.repeated_topics(_lambda_with_tops([base, six, other], 30), [1, 2]) == 0   # only those listed
+    assert coh.repeated_topics(_lambda_with_tops([base, base, base], 30), [0, 1, 2]) == 3
+
+
+def test_repeated_topics_agree_with_comparing_every_pair_of_word_sets():
+    rng = np.random.default_rng(3)
+    V, K, n = 60, 40, 10
+    lam = rng.gamma(0.2, 1.0, size=(V, K))
+    lam[:, 30:] = lam[:, :10] * rng.gamma(1.0, 1.0, size=(V, 10))     # noisy copies: most repeat
+    sets = [set(coh.largest_per_column(lam, n)[:, k]) for k in range(K)]
+    expected = sum(any(2 * len(sets[a] & sets[b]) > n for b in range(K) if b != a) for a in range(K))
+    assert 10 < expected < 20
+    assert coh.repeated_topics(lam, range(K), n) == expected
+
+
 # ----------------------------------------------------------------------------- command line
 
 @pytest.fixture
@@ -188,7 +218,8 @@ def hand_model(tmp_path, reference):
 def test_eval_coherence_json_and_saved_file(hand_model, reference):
     model, tops = hand_model
     out = json.loads(run("eval", model, "--coherence", "c_npmi,u_mass", "--top-n", "3", "--json").stdout)
-    assert set(out) >= {"coherence", "top_n", "reference", "diversity"}
+    assert set(out) >= {"coherence", "top_n", "reference", "diversity", "repeated_topics"}
+    assert out["repeated_topics"] == 3      # top 10 of 13 words: any two topics share at least 7
     assert out["top_n"] == 3 and out["reference"] == str(reference.path.resolve())
     assert list(out["coherence"]) == ["c_npmi", "u_mass"] and out["topics"] == [0, 1, 2]
     expected, _, _ = coh.coherence(tops, reference, ["c_npmi", "u_mass"])
@@ -220,6 +251,7 @@ def test_topics_reads_coherence_without_numba(hand_model):
     assert all("c_v" in row["coherence"] for row in json.loads(out[0]))
     # 13 words, fewer than 25: each topic's top words are all 13, so 13 distinct of 3 x 13
     assert json.loads(out[1])["diversity"] == pytest.approx(1 / 3)
+    assert json.loads(out[1])["repeated_topics"] == 3        # all three share those 13 as top 10
 
 
 def test_eval_without_the_training_corpus_says_so(hand_model, reference):

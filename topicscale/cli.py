@@ -231,8 +231,9 @@ def synth(model, output, documents, doc_length, alpha, heldout, seed, as_json, q
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def info(path, as_json):
-    """Describe a corpus (documents, tokens, vocabulary, non-zeros) or a model (hyperparameters,
-    diversity: the share of distinct words among all topics' top 25)."""
+    """Describe a corpus (documents, tokens, vocabulary, non-zeros) or a model (hyperparameters;
+    diversity: the share of distinct words among all topics' top 25; repeated topics: those
+    sharing more than half of their top 10 words with another)."""
     if (Path(path) / "manifest.json").is_file():
         from .corpus.shards import Corpus
         c = Corpus(path)
@@ -242,9 +243,9 @@ def info(path, as_json):
     else:
         from .models import load_model
         m = load_model(path)
-        from .coherence import model_diversity
+        from .coherence import model_diversity, model_repeats
         payload = {"type": "model", "path": path, "model": m.kind, **m.describe(),
-                   "diversity": model_diversity(m), **m.settings}
+                   "diversity": model_diversity(m), "repeated_topics": model_repeats(m), **m.settings}
     _emit(as_json, payload, [f"{k:<16} {v}" for k, v in payload.items()])
 
 
@@ -341,6 +342,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
         lines.append(_convergence_line(summary))
     if summary.get("polish"):
         lines.append(_polish_line(summary["polish"]))
+    if summary.get("repeated_topics"):
+        lines.append(_repeats_line(summary["repeated_topics"], summary["topics"]))
     if summary.get("heldout"):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
@@ -366,6 +369,12 @@ def _polish_line(p):
                 f"{scores[0]:.4f}: kept the passes' topics")
     return (f"{line}; kept the topics after {p['kept']}: {max(scores):.4f} on {p['scored_on']} against the "
             f"passes' {scores[0]:.4f}")
+
+
+def _repeats_line(repeated, K):
+    from .coherence import REPEAT_WORDS
+    line = f"{repeated} topics repeat another's top words (more than half of their top {REPEAT_WORDS} shared)"
+    return line + ("; a smaller -k may give distinct ones" if repeated * 10 > K else "")
 
 
 def _convergence_line(summary):
@@ -394,8 +403,8 @@ fit.help = _fit_help()
 @click.argument("heldout", required=False, metavar="HELDOUT|CORPUS", type=CorpusLocation())
 @click.option("--coherence", "measures", metavar="LIST",
               help="Instead: the coherence of the topics in CORPUS (default: the training corpus), "
-                   "any of u_mass,c_npmi,c_uci,c_v (as gensim's CoherenceModel), and their "
-                   "diversity; saved in MODEL/coherence.json.")
+                   "any of u_mass,c_npmi,c_uci,c_v (as gensim's CoherenceModel), their diversity "
+                   "and repeated topics; saved in MODEL/coherence.json.")
 @click.option("--top-n", type=click.IntRange(2), default=10, show_default=True,
               help="--coherence: top words of each topic scored.")
 @click.option("--window", type=click.IntRange(0),
@@ -411,7 +420,7 @@ fit.help = _fit_help()
                    "scored by their own predictive either way. [default: common]")
 @click.option("--threads", type=int, help="Threads [default: all cores; a dask worker 1].")
 @_cluster_options
-@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, absent_words}.")
+@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, repeated_topics, absent_words}.")
 def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, scheduler, workers, as_json):
     """Per-word predictive log likelihood of HELDOUT by document completion (SVI paper, sec. 4),
     or with --coherence how readable the topics are.
@@ -424,8 +433,9 @@ def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, sched
 
     With --coherence, the top words of the topics `topics` lists (HDP: those carrying 99%) are
     scored by how often they share documents (or sliding windows) of CORPUS (words matched by
-    string; a top word in no document of CORPUS is dropped from its topic, as gensim does), and
-    diversity is the share of distinct words among all topics' top 25.
+    string; a top word in no document of CORPUS is dropped from its topic, as gensim does);
+    diversity is the share of distinct words among all topics' top 25, and a topic is repeated
+    when it shares more than half of its top 10 words with another.
     """
     if measures is not None:
         given = [flag for flag, value in (("--seed", seed), ("--fold-in", fold_in), ("--threads", threads),
@@ -479,6 +489,8 @@ def _eval_coherence(model, reference, measures, top_n, window, as_json):
     lines += [f"{name:<8} {fmt(r['mean'])}  ({counted(r['window'])})" for name, r in result["coherence"].items()]
     lines.append(f"diversity {fmt(result['diversity'])} (distinct share of the top "
                  f"{coherence.DIVERSITY_WORDS} words)")
+    lines.append(f"repeated {result['repeated_topics']} topics (sharing more than half of their top "
+                 f"{coherence.REPEAT_WORDS} words with another)")
     if result["absent_words"]:
         lines.append(f"not in the reference (dropped): {' '.join(result['absent_words'])}")
     _emit(as_json, result, lines)

@@ -33,9 +33,12 @@ within a topic only, never the corpus whole.
 
 Diversity (Dieng, Ruiz and Blei 2020, "Topic modeling in embedding spaces") is the share of
 distinct words among the top 25 words of all topics: 1 when no two topics share a top word,
-1/K when all K topics have the same ones. It needs only lambda, so `info` shows it.
+1/K when all K topics have the same ones. A topic is repeated when it shares more than half of
+its top 10 words with another topic: with too many topics for a corpus, variational inference
+leaves the surplus near-empty, each a blur of the corpus's most frequent words, so they repeat
+one another. Both need only lambda, so `info` shows them.
 
-This module imports numpy only; the kernel is imported when counting.
+This module imports numpy only; scipy and the kernel when they are needed.
 """
 import json
 from pathlib import Path
@@ -48,6 +51,7 @@ MEASURES = ("u_mass", "c_npmi", "c_uci", "c_v")
 GENSIM_WINDOWS = {"c_npmi": 10, "c_uci": 10, "c_v": 110}
 EPSILON = 1e-12
 DIVERSITY_WORDS = 25
+REPEAT_WORDS = 10
 RESULT_FILE = "coherence.json"
 
 
@@ -106,6 +110,26 @@ def topic_diversity(lam, topics, n=DIVERSITY_WORDS):
 
 def model_diversity(model, n=DIVERSITY_WORDS):
     return topic_diversity(model.lam, shown_topics(model), n)
+
+
+def repeated_topics(lam, topics, n=REPEAT_WORDS):
+    """How many of `topics` share more than half of their top n words (at most V) with another
+    of them: the shared counts of all pairs are one sparse product of the topics' top-word
+    indicator rows."""
+    from scipy import sparse
+    topics = np.asarray(topics, dtype=np.int64)
+    n = min(n, lam.shape[0])
+    top = largest_per_column(lam, n)[:, topics]
+    T = topics.size
+    indicator = sparse.csr_matrix((np.ones(top.size, dtype=np.int32), (np.repeat(np.arange(T), n), top.T.ravel())),
+                                  shape=(T, lam.shape[0]))
+    shared = (indicator @ indicator.T).tocoo()
+    repeats = (shared.row != shared.col) & (2 * shared.data > n)
+    return int(np.unique(shared.row[repeats]).size)
+
+
+def model_repeats(model, n=REPEAT_WORDS):
+    return repeated_topics(model.lam, shown_topics(model), n)
 
 
 # ------------------------------------------------------------------------------ counting
@@ -264,7 +288,8 @@ def mean_of(values):
 
 def evaluate_coherence(model, reference, measures, top_n=10, window=None):
     """`eval --coherence`: {"coherence": {measure: {"mean", "per_topic", "window"}}, "top_n",
-    "reference", "topics" (the topic numbers per_topic follows), "diversity", "absent_words"};
+    "reference", "topics" (the topic numbers per_topic follows), "diversity", "repeated_topics",
+    "absent_words"};
     window 0 means boolean documents."""
     topics = shown_topics(model)
     word_lists = [[model.vocab[i] for i in ids] for ids, _ in top_words(model.lam, top_n, topics)]
@@ -273,7 +298,7 @@ def evaluate_coherence(model, reference, measures, top_n=10, window=None):
                           for name, v in scores.items()},
             "top_n": top_n, "reference": str(Path(reference.path).resolve()),
             "topics": [int(k) for k in topics], "diversity": model_diversity(model),
-            "absent_words": absent}
+            "repeated_topics": model_repeats(model), "absent_words": absent}
 
 
 # ------------------------------------------------------------------------------ the saved file

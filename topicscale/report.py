@@ -122,13 +122,14 @@ def stick_summary(model):
 
 def describe(model_path, model):
     """(name, value) pairs for the page's head: the model, its state and how it was trained."""
-    from .coherence import model_diversity
+    from .coherence import model_diversity, model_repeats
     s = model.settings
     facts = [("model", model.kind), ("topics", model.n_topics), ("vocabulary", model.n_words),
              ("documents seen", model.docs_seen), ("global steps", model.step)]
     facts += [(name, s[key]) for name, key in (("algorithm", "algorithm"), ("local step", "local"),
                                                ("training corpus", "corpus"), ("seed", "seed")) if key in s]
     facts.append(("diversity (top 25 words)", f"{model_diversity(model):.3f}"))
+    facts.append(("repeated topics (over half of the top 10 shared)", model_repeats(model)))
     return facts
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import convergence, options, registry
 from .atomic import atomic_file
+from .coherence import model_repeats
 from .corpus.shards import Corpus, open_corpus
 from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
@@ -255,6 +256,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             say(f"topicscale: wrote a partial model to {output}; continue with "
                 f"`topicscale fit --resume {output}`")
             return summary, stop.signum
+        summary["repeated_topics"] = model_repeats(model)
         record(dict(summary, event="summary"))
         log.close()
         if summary.get("polish"):
