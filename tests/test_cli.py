@@ -270,6 +270,20 @@ def test_default_local_step_is_cvb0_for_short_documents_and_many_updates(sotu, t
         assert json.loads(out.output)["local"] == "meanfield", extra
 
 
+def test_hdp_default_local_step_is_cvb0_on_short_documents_and_scores_better(sotu, tmp_path):
+    """The HDP picks its document step by LDA's rule: CVB0 on SOTU paragraphs with 225 updates,
+    whose own predictive beats mean-field's there."""
+    root, _ = sotu
+    scores = {}
+    for name, extra in (("auto", []), ("meanfield", ["--local", "meanfield"])):
+        out = run("fit", root / "corpus", "--model", "hdp", "-k", "30", "--batch-size", "16", "--tau", "10",
+                  "--passes", "1", "--json", "-q", "-o", tmp_path / name, *extra)
+        assert json.loads(out.output)["local"] == ("cvb0" if name == "auto" else "meanfield")
+        scores[name] = json.loads(run("eval", tmp_path / name, root / "corpus-heldout", "--json").output)
+    assert scores["auto"]["protocol"] == "own"
+    assert scores["auto"]["per_word_ll"] > scores["meanfield"]["per_word_ll"] + 0.1    # measured: +0.27
+
+
 def test_default_local_step_is_meanfield_for_long_documents(tmp_path):
     from synthetic import lda_documents, planted_topics, write_corpus
     from topicscale.runs import default_local
@@ -280,6 +294,7 @@ def test_default_local_step_is_meanfield_for_long_documents(tmp_path):
         corpus = write_corpus(tmp_path / str(length), lda_documents(beta, 200, length, 0.5, rng), 400)
         assert (corpus.nnz > 64 * corpus.n_docs) == (local == "meanfield")
         assert default_local(dict(config, corpus=str(tmp_path / str(length)))) == local
+        assert default_local(dict(config, model="hdp", corpus=str(tmp_path / str(length)))) == local
     assert default_local(dict(config, algorithm="scvb0", corpus=str(tmp_path / "40"))) == "cvb0"
     assert default_local(dict(config, algorithm="ssmf", corpus=str(tmp_path / "40"))) == "gibbs"
 

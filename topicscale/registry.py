@@ -68,13 +68,13 @@ MATRIX = (
     Cell("ctm", "batch", Part(_GLOBAL + "ctm:CTMBatch"), ("laplace", "delta", "bbvi")),
     Cell("ctm", "svi", Part(_GLOBAL + "ctm:CTMSVI", ("tau", "kappa")), ("laplace", "delta", "bbvi")),
 )
-# LDA SVI's local step when none is given (runs.default_local): CVB0 (SCVB0's document step) for
-# runs over short documents (fewer distinct words a document than SHORT_DOCUMENT_WORDS on average)
-# that make at least MANY_UPDATES minibatch updates; mean-field otherwise (README, "Choosing the
-# local step")
+# The local step of LDA SVI and of the HDP (direct view) when none is given (runs.default_local):
+# CVB0 (SCVB0's document step) for runs over short documents (fewer distinct words a document than
+# SHORT_DOCUMENT_WORDS on average) that make at least MANY_UPDATES minibatch updates; mean-field
+# otherwise (README, "Choosing the local step")
 SHORT_DOCUMENT_WORDS = 64
 MANY_UPDATES = 150
-ADAPTIVE_DEFAULT = {("lda", "svi"): ("meanfield", "cvb0")}
+ADAPTIVE_DEFAULT = {("lda", "svi"): ("meanfield", "cvb0"), ("hdp", "svi"): ("meanfield", "cvb0")}
 
 
 def algorithm_names():

@@ -6,7 +6,7 @@ document level, chosen by the local step:
 
 * `--local hdp`, the paper's: the two-level stick-breaking document step (figure 9, steps 4-10;
   local_steps/hdp.py, truncations K and T), which counts each document's occupied slots itself.
-* `--local meanfield` (the default) or `cvb0`, the direct-assignment view (Teh, Jordan, Beal and
+* `--local meanfield` or `cvb0` (chosen as for LDA, runs.default_local), the direct-assignment view (Teh, Jordan, Beal and
   Blei 2006, sec. 5.3; the collapsed variational HDP of Teh, Kurihara and Welling 2008 and Sato,
   Kurihara and Nakagawa 2012, "Practical collapsed variational Bayes inference for hierarchical
   Dirichlet process", made stochastic as SCVB0 made CVB0): theta_d ~ Dir(alpha0 sigma(V)) over
