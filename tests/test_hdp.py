@@ -320,6 +320,7 @@ def test_cli_hdp_paper_preset(hdp_corpus, tmp_path):
     assert (info["model"], info["topics"], info["doc_truncation"], info["omega"], info["alpha"]) == \
         ("hdp", 300, 20, 1.0, 1.0)
     assert (info["eta"], info["kappa"], info["batch_size"], info["tau"]) == (0.01, 0.9, 500, 2.0)
+    assert info["polish"] == 0                          # the paper's algorithm, without sweeps
     rho = [json.loads(line).get("rho") for line in (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()]
     assert rho[0] == pytest.approx(2 ** -0.9)          # the paper's first step: (1 + 1)^-0.9, t from 1
 

@@ -142,10 +142,50 @@ def test_a_run_stopped_while_polishing_resumes_to_the_same_model(planted, tmp_pa
     assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()
 
 
-def test_polish_goes_with_lda_only(planted, tmp_path):
+def test_polish_goes_with_lda_and_hdp(planted, tmp_path):
     _, corpus = planted
-    r = run("fit", corpus.path, "--model", "hdp", "--polish", "2", "-o", tmp_path / "m", ok=False)
-    assert r.exit_code == 2 and "--polish goes with --model lda" in r.output
+    r = run("fit", corpus.path, "--model", "ctm", "--polish", "2", "-o", tmp_path / "m", ok=False)
+    assert r.exit_code == 2 and "--polish goes with the models lda, hdp" in r.output
+
+
+def test_the_hdp_is_polished_under_its_stick_prior(planted):
+    """An HDP's sweeps are LDA's with alpha_k = alpha0 E[sigma_k(V)] (asymmetric here), the
+    sticks left as they were."""
+    from topicscale.models.hdp import HDPModel
+    from topicscale.models.lda import LDAModel
+    _, corpus = planted
+    rng = np.random.default_rng(4)
+    hdp = HDPModel.initial(corpus.vocab, 8, 2.0, 1.0, 0.01, rng, topics="near-uniform")
+    hdp.a, hdp.b = rng.gamma(2.0, 1.0, 7) + 1, rng.gamma(2.0, 1.0, 7) + 1
+    sticks = (hdp.a.copy(), hdp.b.copy())
+    prior = hdp.local_prior().dirichlet
+    assert np.ptp(prior) > 0.1 and prior.sum() == pytest.approx(2.0)
+    lda = LDAModel(np.array(hdp.lam), prior, 0.01, corpus.vocab)
+    for model in (hdp, lda):
+        polish_module.Polish(corpus, 3, corpus.path)(model)
+    assert np.array_equal(hdp.lam, lda.lam)
+    assert not np.allclose(hdp.lam, HDPModel.initial(corpus.vocab, 8, 2.0, 1.0, 0.01, np.random.default_rng(4),
+                                                     topics="near-uniform").lam)
+    assert np.array_equal(hdp.a, sticks[0]) and np.array_equal(hdp.b, sticks[1])
+
+
+def test_an_hdp_fit_polishes_by_default_checked_by_the_common_fold_in_of_its_exported_topics(planted, tmp_path):
+    """--polish auto keeps the HDP's sweeps by the score another tool gives its exported topics,
+    not by its own predictive (which the passes are scored by)."""
+    import json
+    from topicscale import convergence
+    from topicscale.evaluate import evaluate_exported, evaluate_model
+    _, corpus = planted
+    out = json.loads(run("fit", corpus.path, "--model", "hdp", "-k", "16", "--batch-size", "300", "--json", "-q",
+                         "-o", tmp_path / "m").stdout)
+    p = out["polish"]
+    assert p["scored_on"] == "1000 training documents (the common fold-in of the exported topics)"
+    assert len(p["scores"]) >= 2
+    saved = load_model(tmp_path / "m")
+    sample = convergence.training_sample(corpus, 0)
+    assert evaluate_exported(saved, sample)["per_word_ll"] == max(p["scores"])
+    assert evaluate_model(saved, sample)["per_word_ll"] != max(p["scores"])     # not the own predictive
+    assert saved.settings["polished"] == f"kept {p['kept']} of {p['sweeps']} sweeps"
 
 
 def test_the_estimator_polishes_as_fit_does_and_partial_fit_refuses_it(planted, tmp_path):

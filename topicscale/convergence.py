@@ -62,6 +62,16 @@ class PassScorer:
         self.last = (model.step, result)
         return result["per_word_ll"]
 
+    def topics_score(self, model):
+        """The score `--polish auto` checks the sweeps by: a pass's score for LDA (eval's default
+        protocol, the common fold-in); for other models, scored by their own predictive, the
+        common fold-in of the topics they export, so that sweeps that raise the own predictive
+        but blur the exported topics for everyone else (the HDP on SOTU paragraphs) are not kept."""
+        from .evaluate import COMMON_KINDS, evaluate_exported
+        if model.kind in COMMON_KINDS:
+            return self(model)
+        return evaluate_exported(model, self.documents, executor=self.executor)["per_word_ll"]
+
     def heldout_result(self, model):
         """evaluate_model(model, heldout)'s result when the last score was that, for this model
         (no step since), else None: the run's final held-out evaluation need not repeat it."""
@@ -76,8 +86,10 @@ class PassScorer:
     def warm_up(self, model):
         """Load the scoring's kernels by scoring a few documents (one might be too short to split);
         reads the model only."""
-        from .evaluate import evaluate_model
+        from .evaluate import COMMON_KINDS, evaluate_exported, evaluate_model
         evaluate_model(model, self.few, executor=self.executor)
+        if model.kind not in COMMON_KINDS:
+            evaluate_exported(model, self.few, executor=self.executor)
 
 
 def stopped_converging(scores, min_gain=MIN_GAIN):

@@ -191,6 +191,14 @@ def evaluate_model(model, heldout, fold_in="common", seed=0, local=None, executo
     return dict(result, protocol="own")
 
 
+def evaluate_exported(model, heldout, seed=0, executor=None):
+    """The common fold-in (evaluate_topics) of the topics `export` writes (HDP: those carrying
+    99% of the weight): how another tool scores them."""
+    from .exports import exported_topics
+    beta = np.ascontiguousarray(model.expected_beta()[:, exported_topics(model)].T)
+    return dict(evaluate_topics(beta, heldout, seed=seed, executor=executor), protocol="common")
+
+
 def describe_protocol(model, protocol):
     """The fold-in behind a score of `model`, in words (one line of `eval`'s output)."""
     if model.kind not in COMMON_KINDS:

@@ -10,7 +10,8 @@ scratch ((1 + LANES) x V x K float32). The corpus is read block by block (kept i
 responsibilities in memory).
 
 `--polish auto` (the default when fit trains until the model stops improving) lets the scorer
-that decided when the passes stopped decide the sweeps too: it scores the polished topics every
+that decided when the passes stopped decide the sweeps too (an HDP's by the common fold-in of its
+exported topics: convergence.PassScorer.topics_score): it scores the polished topics every
 CHECK_SWEEPS sweeps, stops when the checks gain under MIN_GAIN nats a word a sweep (Checks),
 and keeps the best topics it scored, the passes' own when no check beat them. On small corpora
 and long documents the sweeps fit the training documents at the held-out words' expense, and
@@ -60,6 +61,14 @@ def auto_fits(corpus, n_topics):
     return need <= RESIDENT_BYTES and (free is None or need <= free // 2)
 
 
+def document_prior(model):
+    """The Dirichlet prior of each document's topic proportions that the sweeps use: LDA's alpha;
+    for the HDP alpha0 E[sigma_k(V)], its direct-assignment view's (inference/global_steps/hdp.py),
+    with the corpus sticks held where the passes left them."""
+    prior = model.local_prior()
+    return np.ascontiguousarray(getattr(prior, "dirichlet", prior), dtype=np.float64)
+
+
 def outcome(result):
     """One line on what a polish did, for the model's settings (`info`)."""
     if result.get("skipped"):
@@ -107,8 +116,8 @@ class Checks:
 
 
 class Polish:
-    """polish(model, ...) runs the sweeps on an LDA model; `warm_up(model)` loads the kernels
-    before the clock starts."""
+    """polish(model, ...) runs the sweeps on an LDA or HDP model; `warm_up(model)` loads the
+    kernels before the clock starts."""
 
     def __init__(self, corpus, sweeps, folder):
         self.corpus, self.sweeps, self.folder = corpus, sweeps, Path(folder)
@@ -118,7 +127,7 @@ class Polish:
         from .kernels import polish as kernel
         K = model.n_topics
         indptr, indices, counts = np.array([0, 1]), np.zeros(1, np.int32), np.ones(1)
-        alpha = np.asarray(model.alpha, dtype=np.float64)
+        alpha = document_prior(model)
         resp = np.empty((1, K), np.float32)
         kernel.document_responsibilities(indptr, indices, counts, np.ones((1, K)), alpha, 1, resp)
         n_wk = np.zeros((1, K))
@@ -156,7 +165,7 @@ class Polish:
         from .kernels import polish as kernel
         t0 = time.perf_counter()
         K, V = model.n_topics, model.n_words
-        alpha = np.ascontiguousarray(model.alpha, dtype=np.float64)
+        alpha = document_prior(model)
         eta = float(model.eta)
         spill = self.folder / SPILL_FILE
         resident = responsibilities_bytes(self.corpus, K) <= RESIDENT_BYTES

@@ -39,7 +39,7 @@ class Cell:
 
 MODELS = {
     "lda": Part("topicscale.models.lda:LDAModel", ("n_topics", "alpha", "eta", "polish")),
-    "hdp": Part("topicscale.models.hdp:HDPModel", ("n_topics", "alpha", "eta", "omega")),
+    "hdp": Part("topicscale.models.hdp:HDPModel", ("n_topics", "alpha", "eta", "omega", "polish")),
     "ctm": Part("topicscale.models.ctm:CTMModel", ("n_topics", "eta")),
 }
 # the folders of the two kinds of step (one file a step; topicscale/inference/)

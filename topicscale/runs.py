@@ -247,7 +247,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         if limits.min_gain:
             summary["scored_on"] = score_pass.scored_on
         if "kept" in summary.get("polish", {}):
-            summary["polish"]["scored_on"] = score_pass.scored_on
+            summary["polish"]["scored_on"] = score_pass.scored_on + (
+                "" if model.kind == "lda" else " (the common fold-in of the exported topics)")
         if not finished:                        # stopped by a signal: partial model + checkpoint
             checkpoint(state)
             model.settings["partial"] = True
