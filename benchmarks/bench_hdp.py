@@ -32,7 +32,8 @@ Scores (one worker, the same held-out documents and split for every model):
     their topic counts) and 99% of the stick weight E[sigma_k(V)] (gensim: hdp_to_lda's weights).
 Times: train s (the run's train_seconds), documents a second (documents / train s) and the process
 CPU seconds (whole process: start-up, kernel loading, final evaluation included), which stay
-comparable when other work shares the machine. Writes OUT/hdp.md and OUT/hdp.json.
+comparable when other work shares the machine. Writes OUT/hdp.md, OUT/hdp.json and a plot a
+corpus, OUT/hdp_CORPUS.png (held-out against training time; needs matplotlib).
 """
 import argparse
 import datetime as dt
@@ -254,6 +255,7 @@ def orchestrate(args):
               "settings": {k: v for k, v in vars(args).items() if k != "worker"}, "runs": runs,
               "bench_wall_seconds": time.perf_counter() - started, "log": log}
     out_dir.mkdir(parents=True, exist_ok=True)
+    result["plots"] = {name: plot_corpus(result, name, out_dir / f"hdp_{name}.png") for name in corpora}
     write_json(out_dir / "hdp.json", result)
     md = render(result)
     (out_dir / "hdp.md").write_text(md)
@@ -284,6 +286,8 @@ def render(r):
         L += [f"## {name}: {c['description']}", "",
               f"{c['train_docs']} training documents ({c['train_tokens']} tokens, {c['vocabulary']} words, "
               f"{c['mean_distinct_words']:.0f} distinct words a document), {c['heldout_docs']} held-out.", ""]
+        if r.get("plots", {}).get(name):
+            L += [f"![{name}: held-out against training time]({r['plots'][name]})", ""]
         for budget in s["budgets"]:
             rows = [x for x in r["runs"] if x["corpus"] == name and x["budget"] == budget]
             L += [f"### {num(budget)} s of training", "",
@@ -306,6 +310,53 @@ def render(r):
           "counts; gensim: its lambda sums) / of the stick weight E[sigma_k(V)] (gensim: hdp_to_lda; LDA: tokens).",
           "* **docs / s**: documents processed per second of training; **process CPU s**: the whole process.", ""]
     return "\n".join(L) + "\n"
+
+
+def plot_corpus(r, name, path):
+    """Held-out per-word LL (own; the common fold-in) against training seconds for every run on
+    corpus `name`: LDA at each K (open: --time-limit, filled: own stop), each HDP variant, the
+    peers (fold-in only). Returns the file name, or None without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    rows = [x for x in r["runs"] if x["corpus"] == name]
+    markers = {"meanfield": "^", "cvb0": "s", "hdp": "D", "gensim": "x", "tomotopy": "+"}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharex=True)
+    for ax, key, title in ((axes[0], "own_per_word_ll", "own predictive"),
+                           (axes[1], "foldin_per_word_ll", "common fold-in of the exported topics")):
+        lda = sorted((x for x in rows if x["model"] == "lda" and x.get(key) is not None),
+                     key=lambda x: x["train_seconds"])
+        for own_stop in (False, True):
+            pts = [x for x in lda if x["label"].endswith(OWN_STOP) == own_stop]
+            ax.scatter([x["train_seconds"] for x in pts], [x[key] for x in pts], s=30, color="tab:blue",
+                       facecolors="tab:blue" if own_stop else "none",
+                       label="LDA, own stop" if own_stop else "LDA, --time-limit")
+            for x in pts:
+                ax.annotate(x["label"].removesuffix(OWN_STOP), (x["train_seconds"], x[key]), fontsize=7,
+                            xytext=(3, 3), textcoords="offset points")
+        for x in rows:
+            if x["model"] == "lda" or x.get(key) is None:
+                continue
+            base = x["label"].removesuffix(OWN_STOP) if x["model"] == "hdp" else x["model"]
+            own_stop = x["label"].endswith(OWN_STOP)
+            ax.scatter([x["train_seconds"]], [x[key]], marker=markers.get(base, "o"), s=45,
+                       color="tab:red" if x["model"] == "hdp" else "tab:gray",
+                       facecolors=("tab:red" if own_stop else "none") if x["model"] == "hdp" else None,
+                       label=variant_name(x["label"]) if x["model"] == "hdp" else f"{x['model']} HDP")
+        ax.set_xscale("log")
+        ax.set_xlabel("training seconds (log scale)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("held-out per-word log likelihood")
+    axes[1].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"{name}: HDP and LDA against training time")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path).name
 
 
 def variant_name(label):
