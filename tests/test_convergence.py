@@ -49,6 +49,20 @@ def test_with_a_heldout_corpus_the_passes_are_scored_on_it(planted, tmp_path, mo
     assert sum(getattr(d, "path", None) == heldout.path for d in scored) == len(out["pass_scores"])
 
 
+def test_an_hdp_is_scored_by_the_common_fold_in_of_its_exported_topics(planted, tmp_path):
+    """An HDP's passes are scored by what another tool would give its exported topics; its final
+    held-out score is still eval's own predictive, computed anew."""
+    from topicscale.evaluate import evaluate_exported
+    _, corpus, heldout = planted
+    out = json.loads(run("fit", corpus.path, "--model", "hdp", "-k", 20, "--batch-size", 300, "--heldout",
+                         heldout.path, "--polish", 0, "-o", tmp_path / "m", "--json", "-q").stdout)
+    assert out["scored_on"] == "the held-out corpus (the common fold-in of the exported topics)"
+    saved = load_model(tmp_path / "m")
+    assert out["pass_scores"][-1] == evaluate_exported(saved, heldout)["per_word_ll"]
+    assert out["heldout"]["protocol"] == "own"
+    assert out["heldout"]["per_word_ll"] == evaluate_model(saved, heldout)["per_word_ll"] != out["pass_scores"][-1]
+
+
 def test_passes_time_limit_and_max_docs_keep_their_meaning(planted, tmp_path):
     _, corpus, _ = planted
     out = json.loads(run("fit", corpus.path, "-k", 10, "--passes", 2, "-o", tmp_path / "a", "--json", "-q").stdout)

@@ -2,14 +2,17 @@
 improving, within a cap.
 
 After every pass the model is scored by document completion (evaluate.evaluate_model, eval's
-default protocol) on the held-out corpus when the run has one, else on a fixed sample of
-training documents drawn by the seed. Training stops when a pass gains less than MIN_GAIN nats
+default protocol; the HDP's by the common fold-in of the topics it exports, evaluate_exported)
+on the held-out corpus when the run has one, else on a fixed sample of training documents drawn
+by the seed. Scored by its own predictive on training documents, an HDP kept gaining long after
+its exported topics, and its own predictive of held-out documents, had stopped gaining. Training stops when a pass gains less than MIN_GAIN nats
 a word, or after MAX_PASSES passes. One pass of a corpus of a billion tokens already gains
 little in its second; a few thousand documents need dozens.
 """
 import numpy as np
 
 MIN_GAIN = 0.002          # nats a word a pass
+BY_EXPORTED_TOPICS = ("hdp",)   # models whose passes are scored by evaluate_exported
 MAX_PASSES = 50
 SAMPLE_DOCS = 1000
 WARM_DOCS = 8             # scored before the clock starts, to load the scoring's kernels
@@ -40,11 +43,12 @@ def training_sample(corpus, seed, n=SAMPLE_DOCS):
 
 
 class PassScorer:
-    """score(model) -> per-word log likelihood of the documents scored after every pass: the
-    held-out corpus when there is one, else training_sample; `scored_on` says which. executor:
-    where the documents are read and scored (evaluate.document_completion)."""
+    """score(model) -> per-word log likelihood of the documents scored after every pass (and by
+    `--polish auto`): the held-out corpus when there is one, else training_sample, by the
+    protocol of the model's `kind` (module docstring); `scored_on` says which. executor: where
+    the documents are read and scored (evaluate.document_completion)."""
 
-    def __init__(self, corpus, heldout, seed, executor=None):
+    def __init__(self, corpus, heldout, seed, kind="lda", executor=None):
         self.executor = executor
         if heldout is not None:
             self.documents, self.scored_on = heldout, "the held-out corpus"
@@ -53,29 +57,26 @@ class PassScorer:
             self.documents = training_sample(corpus, seed)
             self.scored_on = f"{self.documents.n_docs} training documents"
             self.few = RowSample(corpus, self.documents.rows[:WARM_DOCS])
+        if kind in BY_EXPORTED_TOPICS:
+            self.scored_on += " (the common fold-in of the exported topics)"
         self.heldout = heldout
         self.last = None                # (model step, evaluate_model's result) of the last score
 
     def __call__(self, model):
-        from .evaluate import evaluate_model
-        result = evaluate_model(model, self.documents, executor=self.executor)
+        result = self._evaluate(model, self.documents)
         self.last = (model.step, result)
         return result["per_word_ll"]
 
-    def topics_score(self, model):
-        """The score `--polish auto` checks the sweeps by: a pass's score for LDA (eval's default
-        protocol, the common fold-in); for other models, scored by their own predictive, the
-        common fold-in of the topics they export, so that sweeps that raise the own predictive
-        but blur the exported topics for everyone else (the HDP on SOTU paragraphs) are not kept."""
-        from .evaluate import COMMON_KINDS, evaluate_exported
-        if model.kind in COMMON_KINDS:
-            return self(model)
-        return evaluate_exported(model, self.documents, executor=self.executor)["per_word_ll"]
+    def _evaluate(self, model, documents):
+        from .evaluate import evaluate_exported, evaluate_model
+        evaluate = evaluate_exported if model.kind in BY_EXPORTED_TOPICS else evaluate_model
+        return evaluate(model, documents, executor=self.executor)
 
     def heldout_result(self, model):
         """evaluate_model(model, heldout)'s result when the last score was that, for this model
         (no step since), else None: the run's final held-out evaluation need not repeat it."""
-        if self.heldout is not None and self.last is not None and self.last[0] == model.step:
+        if self.heldout is not None and self.last is not None and self.last[0] == model.step \
+                and model.kind not in BY_EXPORTED_TOPICS:
             return self.last[1]
         return None
 
@@ -86,10 +87,7 @@ class PassScorer:
     def warm_up(self, model):
         """Load the scoring's kernels by scoring a few documents (one might be too short to split);
         reads the model only."""
-        from .evaluate import COMMON_KINDS, evaluate_exported, evaluate_model
-        evaluate_model(model, self.few, executor=self.executor)
-        if model.kind not in COMMON_KINDS:
-            evaluate_exported(model, self.few, executor=self.executor)
+        self._evaluate(model, self.few)
 
 
 def stopped_converging(scores, min_gain=MIN_GAIN):

@@ -218,7 +218,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     if executor is not None:
         executor.fitting(corpus, limits.chunk_docs)
         _say_chunks(executor, limits, say)
-    score_pass = convergence.PassScorer(corpus, heldout, config["seed"], executor=executor)
+    score_pass = convergence.PassScorer(corpus, heldout, config["seed"], model.kind, executor=executor)
     polish = Polish(corpus, config["polish"], output) if config.get("polish") else None
     evaluate = (lambda m: score_pass.heldout_result(m)                 # eval's default protocol
                 or evaluate_model(m, heldout, executor=executor)) if heldout else None
@@ -247,8 +247,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         if limits.min_gain:
             summary["scored_on"] = score_pass.scored_on
         if "kept" in summary.get("polish", {}):
-            summary["polish"]["scored_on"] = score_pass.scored_on + (
-                "" if model.kind == "lda" else " (the common fold-in of the exported topics)")
+            summary["polish"]["scored_on"] = score_pass.scored_on
         if not finished:                        # stopped by a signal: partial model + checkpoint
             checkpoint(state)
             model.settings["partial"] = True

@@ -71,8 +71,8 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     steps run (default: this process, in chunks of limits.chunk_docs documents; a
     distributed.Executor also warms its workers' kernels before the clock starts). polish: a
     polish.Polish run on the model once the passes are done, within what is left of time_limit,
-    counted as training (`--polish auto` scores with score_pass.topics_score); interrupted by a
-    signal, it is redone whole on --resume.
+    counted as training (`--polish auto` scores with score_pass); interrupted by a signal, it is
+    redone whole on --resume.
     Returns (summary dict, finished: bool).
     """
     state = state or RunState()
@@ -163,8 +163,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
         polished = None
         if finished and polish:
             left = limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
-            score = score_pass.topics_score if score_pass is not None else None
-            polished = (polish(model, stop_requested, left, progress, record, score) if left > 0
+            polished = (polish(model, stop_requested, left, progress, record, score_pass) if left > 0
                         else {"sweeps": 0, "seconds": 0.0})
             if polished is None:
                 finished = False
