@@ -10,8 +10,8 @@ scratch ((1 + LANES) x V x K float32). The corpus is read block by block (kept i
 responsibilities in memory).
 
 `--polish auto` (the default when fit trains until the model stops improving) lets the scorer
-that decided when the passes stopped decide the sweeps too (an HDP's by the common fold-in of its
-exported topics: convergence.PassScorer.topics_score): it scores the polished topics every
+that decided when the passes stopped decide the sweeps too (convergence.PassScorer; an HDP's by
+the common fold-in of its exported topics): it scores the polished topics every
 CHECK_SWEEPS sweeps, stops when the checks gain under MIN_GAIN nats a word a sweep (Checks),
 and keeps the best topics it scored, the passes' own when no check beat them. On small corpora
 and long documents the sweeps fit the training documents at the held-out words' expense, and
