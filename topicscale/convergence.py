@@ -4,18 +4,19 @@ improving, within a cap.
 After every pass the model is scored by document completion (evaluate.evaluate_model, eval's
 default protocol; the HDP's by the common fold-in of the topics it exports, evaluate_exported)
 on the held-out corpus when the run has one, else on a fixed sample of training documents drawn
-by the seed. Scored by its own predictive on training documents, an HDP kept gaining long after
-its exported topics, and its own predictive of held-out documents, had stopped gaining. Training stops when a pass gains less than MIN_GAIN nats
-a word, or after MAX_PASSES passes. One pass of a corpus of a billion tokens already gains
-little in its second; a few thousand documents need dozens.
+by the seed. (Scored by its own predictive on training documents, an HDP kept gaining long after
+its exported topics, and its own predictive of held-out documents, had stopped gaining.)
+Training stops when a pass gains less than MIN_GAIN nats a word, or after MAX_PASSES passes.
+One pass of a corpus of a billion tokens already gains little in its second; a few thousand
+documents need dozens.
 """
 import numpy as np
 
 MIN_GAIN = 0.002          # nats a word a pass
-BY_EXPORTED_TOPICS = ("hdp",)   # models whose passes are scored by evaluate_exported
 MAX_PASSES = 50
 SAMPLE_DOCS = 1000
 WARM_DOCS = 8             # scored before the clock starts, to load the scoring's kernels
+BY_EXPORTED_TOPICS = ("hdp",)     # models whose passes are scored by evaluate_exported
 
 
 class RowSample:

@@ -6,10 +6,10 @@ document level, chosen by the local step:
 
 * `--local hdp`, the paper's: the two-level stick-breaking document step (figure 9, steps 4-10;
   local_steps/hdp.py, truncations K and T), which counts each document's occupied slots itself.
-* `--local meanfield` or `cvb0` (chosen as for LDA, runs.default_local), the direct-assignment view (Teh, Jordan, Beal and
-  Blei 2006, sec. 5.3; the collapsed variational HDP of Teh, Kurihara and Welling 2008 and Sato,
-  Kurihara and Nakagawa 2012, "Practical collapsed variational Bayes inference for hierarchical
-  Dirichlet process", made stochastic as SCVB0 made CVB0): theta_d ~ Dir(alpha0 sigma(V)) over
+* `--local meanfield` or `cvb0` (chosen as for LDA: runs.default_local), the direct-assignment
+  view (Teh, Jordan, Beal and Blei 2006, sec. 5.3; the collapsed variational HDP of Teh, Kurihara
+  and Welling 2008 and Sato, Kurihara and Nakagawa 2012, "Practical collapsed variational Bayes
+  inference for hierarchical Dirichlet process", made stochastic as SCVB0 made CVB0): theta_d ~ Dir(alpha0 sigma(V)) over
   the K corpus topics, so the document step is LDA's on E[beta] with the asymmetric prior
   alpha_k = alpha0 E[sigma_k(V)] (HDPPrior.dirichlet), at LDA's cost for K topics. The sticks
   count each document's expected tables m_dk from its Dirichlet posterior gamma_d
