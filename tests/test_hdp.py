@@ -215,6 +215,9 @@ def test_recovers_the_planted_topics_and_their_number(hdp_corpus):
     assert len(set(tv[matched].argmin(axis=1))) == 8              # every planted topic is found
     describe = model.describe()
     assert 6 <= describe["effective_topics_95"] <= describe["effective_topics_99"] <= 12
+    tokens = np.sort(model.token_weights())[::-1]
+    n = describe["effective_topics_99_tokens"]
+    assert tokens[:n].sum() >= 0.99 > tokens[:n - 1].sum()
     # held-out prediction close to the true topics' (with the true alpha)
     truth = evaluate_topics(beta, heldout, alpha=0.2)["per_word_ll"]
     assert evaluate_model(model, heldout)["per_word_ll"] > truth - 0.15

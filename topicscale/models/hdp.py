@@ -13,7 +13,7 @@ A topic's corpus-level weight is E[sigma_k(V)] = E[v_k] prod_{l<k} E[1 - v_l] (t
 independent under q), which sums to one over the K topics because v_K = 1. `topics` lists
 topics by this weight and, by default, only those that carry the mass: the smallest set of
 heaviest topics whose weights add up to at least MASS (99%); `info` reports how many topics
-carry 95% and 99% of it (the effective number of topics).
+carry 95% and 99% of it, and 99% of the tokens (the effective number of topics).
 
 Nothing here imports numba (the digamma kernel is imported inside methods), so loading a model
 for `topicscale topics` stays fast.
@@ -177,12 +177,14 @@ class HDPModel(LazyTopics):
         return order if show_all else order[:carrying(weights, MASS)]
 
     def describe(self):
-        """Hyperparameters, state and the effective number of topics for `info`."""
+        """Hyperparameters, state and the effective number of topics for `info`: how many of the
+        heaviest carry 95% and 99% of the stick weight, and 99% of the tokens (lambda - eta)."""
         weights = self.topic_weights()
         return {"topics": self.n_topics, "vocabulary": self.n_words, "alpha": self.alpha,
                 "omega": self.omega, "eta": self.eta,
                 "effective_topics_95": carrying(weights, 0.95),
                 "effective_topics_99": carrying(weights, 0.99),
+                "effective_topics_99_tokens": carrying(self.token_weights(), 0.99),
                 "step": self.step, "docs_seen": self.docs_seen}
 
     def is_finite(self):
