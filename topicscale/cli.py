@@ -343,7 +343,7 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     if summary.get("polish"):
         lines.append(_polish_line(summary["polish"]))
     if summary.get("repeated_topics"):
-        lines.append(_repeats_line(summary["repeated_topics"], summary["topics"]))
+        lines.append(_repeats_line(summary["repeated_topics"]))
     if summary.get("heldout"):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
@@ -371,10 +371,9 @@ def _polish_line(p):
             f"passes' {scores[0]:.4f}")
 
 
-def _repeats_line(repeated, K):
+def _repeats_line(repeated):
     from .coherence import REPEAT_WORDS
-    line = f"{repeated} topics repeat another's top words (more than half of their top {REPEAT_WORDS} shared)"
-    return line + ("; a smaller -k may give distinct ones" if repeated * 10 > K else "")
+    return f"{repeated} topics repeat another's top words (more than half of their top {REPEAT_WORDS} shared)"
 
 
 def _convergence_line(summary):
