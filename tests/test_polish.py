@@ -170,8 +170,8 @@ def test_the_hdp_is_polished_under_its_stick_prior(planted):
 
 
 def test_an_hdp_fit_polishes_by_default_checked_by_the_common_fold_in_of_its_exported_topics(planted, tmp_path):
-    """--polish auto keeps the HDP's sweeps by the score another tool gives its exported topics,
-    not by its own predictive (which the passes are scored by)."""
+    """--polish auto keeps the HDP's sweeps by the score its passes are scored by, the one another
+    tool gives its exported topics, not by its own predictive."""
     import json
     from topicscale import convergence
     from topicscale.evaluate import evaluate_exported, evaluate_model
@@ -180,7 +180,7 @@ def test_an_hdp_fit_polishes_by_default_checked_by_the_common_fold_in_of_its_exp
                          "-o", tmp_path / "m").stdout)
     p = out["polish"]
     assert p["scored_on"] == "1000 training documents (the common fold-in of the exported topics)"
-    assert len(p["scores"]) >= 2
+    assert len(p["scores"]) >= 2 and p["scores"][0] == out["pass_scores"][-1]
     saved = load_model(tmp_path / "m")
     sample = convergence.training_sample(corpus, 0)
     assert evaluate_exported(saved, sample)["per_word_ll"] == max(p["scores"])
