@@ -58,7 +58,8 @@ class PassScorer:
             self.documents = training_sample(corpus, seed)
             self.scored_on = f"{self.documents.n_docs} training documents"
             self.few = RowSample(corpus, self.documents.rows[:WARM_DOCS])
-        if kind in BY_EXPORTED_TOPICS:
+        self.by_exported = kind in BY_EXPORTED_TOPICS
+        if self.by_exported:
             self.scored_on += " (the common fold-in of the exported topics)"
         self.heldout = heldout
         self.last = None                # (model step, evaluate_model's result) of the last score
@@ -70,14 +71,14 @@ class PassScorer:
 
     def _evaluate(self, model, documents):
         from .evaluate import evaluate_exported, evaluate_model
-        evaluate = evaluate_exported if model.kind in BY_EXPORTED_TOPICS else evaluate_model
+        evaluate = evaluate_exported if self.by_exported else evaluate_model
         return evaluate(model, documents, executor=self.executor)
 
     def heldout_result(self, model):
         """evaluate_model(model, heldout)'s result when the last score was that, for this model
         (no step since), else None: the run's final held-out evaluation need not repeat it."""
-        if self.heldout is not None and self.last is not None and self.last[0] == model.step \
-                and model.kind not in BY_EXPORTED_TOPICS:
+        if (self.heldout is not None and not self.by_exported and self.last is not None
+                and self.last[0] == model.step):
             return self.last[1]
         return None
 

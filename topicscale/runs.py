@@ -52,7 +52,8 @@ def default_local(config):
     """The local step of a fit given without --local: one its given options select
     (options.select_local), else the algorithm's default; for LDA SVI and the HDP that is "cvb0"
     on short documents when the run makes many updates (registry.SHORT_DOCUMENT_WORDS,
-    MANY_UPDATES), else "meanfield". A run bounded only by --time-limit counts as making many updates."""
+    MANY_UPDATES), else "meanfield". A run bounded only by --time-limit counts as making many
+    updates."""
     chosen = options.select_local(config)
     if chosen:
         return chosen
