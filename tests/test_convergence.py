@@ -3,6 +3,7 @@ MAX_PASSES passes, and says why it stopped."""
 import json
 
 import numpy as np
+import pytest
 
 from clirun import run
 from topicscale import convergence
@@ -20,18 +21,63 @@ def test_fit_without_passes_stops_at_the_first_pass_gaining_too_little(planted, 
     out = json.loads(run("fit", corpus.path, "-k", 10, "--batch-size", 300, "--polish", 0, "-o", tmp_path / "m",
                          "--json", "-q").stdout)
     scores = out["pass_scores"]
-    gains = np.diff(scores)
-    assert out["stopped"] == "converged" and out["scored_on"] == "1000 training documents"
+    aside = convergence.aside_rows(corpus, 0)                   # 3000 documents: 150 held aside
+    assert out["stopped"] == "converged" and out["scored_on"] == "150 documents held aside from training"
+    assert out["held_aside"] == aside.shape[0] == 150
     assert 2 <= len(scores) < convergence.MAX_PASSES
-    assert gains[-1] < convergence.MIN_GAIN and np.all(gains[:-1] >= convergence.MIN_GAIN)
-    assert out["docs"] == len(scores) * corpus.n_docs
-    # the last score is the saved model's on the same sample
-    sample = convergence.training_sample(corpus, 0)
+    assert convergence.stopped_converging(scores)
+    assert not any(convergence.stopped_converging(scores[:n]) for n in range(len(scores)))
+    assert out["docs"] == len(scores) * (corpus.n_docs - 150)       # a pass is over the documents kept
+    # the last score is the saved model's on the documents held aside
+    sample = convergence.RowSample(corpus, aside)
     assert evaluate_model(load_model(tmp_path / "m"), sample)["per_word_ll"] == scores[-1]
     events = [json.loads(line) for line in (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()]
     assert [e["score"] for e in events if e["event"] == "pass_score"] == scores
     text = run("fit", corpus.path, "-k", 10, "--batch-size", 300, "-o", tmp_path / "m", "--force", "-q").output
-    assert f"converged after {len(scores)} passes" in text and "training documents" in text
+    assert f"converged after {len(scores)} passes" in text and "150 documents held aside" in text
+
+
+def test_a_corpus_less_the_documents_held_aside_streams_and_reads_the_rest(planted):
+    """Every kept document once an epoch, none held aside, by its own row number; the counts are
+    the kept documents'."""
+    from topicscale.corpus.stream import MinibatchStream
+    from topicscale.corpus.subset import CorpusWithout
+    _, corpus, _ = planted
+    aside = np.array([0, 5, 6, 700, 2999])
+    kept = np.setdiff1d(np.arange(corpus.n_docs), aside)
+    view = CorpusWithout(corpus, aside)
+    assert view.n_docs == kept.shape[0]
+    assert np.array_equal(view.kept_rows(np.arange(view.n_docs)), kept)
+    whole = corpus.rows(kept)
+    assert view.nnz == whole.indices.shape[0] and view.n_tokens == whole.n_tokens
+    stream = MinibatchStream(view, 256, 3)
+    dealt = [rows for _, (_, rows) in zip(range(stream.batches_per_epoch()), stream.positions())]
+    assert np.array_equal(np.sort(np.concatenate(dealt)), kept)
+    _, batch = next(stream())
+    assert np.array_equal(batch.rows, dealt[0]) and np.array_equal(batch.indices, corpus.rows(dealt[0]).indices)
+    assert np.array_equal(np.concatenate([b.rows for b in view.blocks(1000)]), kept)
+
+
+@pytest.mark.parametrize("scores,stopped", [
+    ([-8.0, -7.9], False),
+    ([-8.0, -7.9, -7.8995, -7.92], True),          # two passes in a row short of the best by 0.002
+    ([-8.0, -7.9, -7.95, -7.89], False),           # a loss, then a gain over the best: go on
+    ([-8.0, -7.9, -7.95, -7.899], True),           # ... a gain over the last, not over the best
+    ([-8.0, -7.9, -7.85, -7.84, -7.839, -7.8385], True),
+])
+def test_training_stops_when_two_passes_in_a_row_fail_to_beat_the_best(scores, stopped):
+    assert convergence.stopped_converging(scores) == stopped
+
+
+def test_a_small_corpus_holds_nothing_aside():
+    class Sized:
+        n_docs = 1999
+    assert convergence.aside_rows(Sized(), 0) is None
+    Sized.n_docs = 2000
+    assert convergence.aside_rows(Sized(), 0).shape == (100,)
+    Sized.n_docs = 10 ** 6
+    rows = convergence.aside_rows(Sized(), 0)
+    assert rows.shape == (1000,) and np.all(np.diff(rows) > 0)
 
 
 def test_with_a_heldout_corpus_the_passes_are_scored_on_it(planted, tmp_path, monkeypatch):

@@ -391,3 +391,11 @@ def test_in_a_pipeline_after_countvectorizer_and_in_grid_search():
     scores = search.cv_results_["mean_test_score"]
     assert np.all(np.isfinite(scores)) and search.best_params_["lda__n_components"] in (2, 5)
     assert search.best_estimator_["lda"].components_.shape[0] == search.best_params_["lda__n_components"]
+
+
+@needs_sklearn
+def test_n_iter_counts_passes_over_the_documents_trained_on():
+    """Trained until it stops improving, a fit of 2400 documents holds 120 aside to score its
+    passes: n_iter_ is whole passes over the other 2280."""
+    est = LDA(n_components=4, batch_size=200, seed=1).fit(counts(2400, 60, 5))
+    assert est.n_iter_ >= 3 and est.n_iter_ == int(est.n_iter_)

@@ -215,8 +215,9 @@ def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda:
 
 
 @pytest.mark.parametrize("scores,sweeps,kept", [
-    ([-5.0, -5.1], 5, 0),                        # the first check loses: the passes' topics stay
-    ([-5.0, -4.995], 5, 5),                      # the first gains under 5 sweeps' MIN_GAIN: stop
+    ([-5.0, -5.1, -5.2], 10, 0),                 # the first two checks lose: the passes' topics stay
+    ([-5.0, -5.0, -4.9, -4.91, -4.92], 20, 10),  # a flat first check, then a gain: go on
+    ([-5.0, -4.995, -4.99], 10, 10),             # two gains under 5 sweeps' MIN_GAIN: stop
     ([-5.0, -4.9, -4.95, -4.96], 15, 5),         # two losses after a gain: the best check's topics
     ([-5.0, -4.9, -4.95, -4.8, -4.9, -4.85], 25, 15),   # a gain between two misses goes on
     ([-5.0, -4.9, -4.8, -4.795, -4.79], 20, 20),        # two gains under it stop, and are kept
@@ -254,7 +255,7 @@ def test_auto_skips_what_would_not_fit_in_memory_and_a_stop_restores_the_passes_
         assert result["sweeps"] == 0 and "memory" in result["skipped"] and np.array_equal(model.lam, passes)
         assert not scored
     monkeypatch.setattr(polish_module, "available_memory", lambda: 2 * need)
-    assert run_auto(corpus, [-5.0, -5.1], monkeypatch)[3]["sweeps"] == polish_module.CHECK_SWEEPS
+    assert run_auto(corpus, [-5.0, -5.1, -5.2], monkeypatch)[3]["sweeps"] == 2 * polish_module.CHECK_SWEEPS
 
 
 def test_fit_polishes_by_default_only_when_it_trains_until_the_model_stops_improving(planted, tmp_path):

@@ -378,11 +378,13 @@ def _repeats_line(repeated):
 
 def _convergence_line(summary):
     """Why a run without --passes stopped where it did."""
-    from .convergence import MAX_PASSES, MIN_GAIN
+    from .convergence import MAX_PASSES, MIN_GAIN, PATIENCE
     scores, on = summary.get("pass_scores", []), summary["scored_on"]
     gain = f"{scores[-1] - scores[-2]:+.4f}" if len(scores) >= 2 else None
     if summary["stopped"] == "converged":
-        return f"converged after {len(scores)} passes: the last gained {gain} nats a word on {on} (under {MIN_GAIN})"
+        best = max(scores[:-PATIENCE])
+        return (f"converged after {len(scores)} passes: the last {PATIENCE} did not beat {best:.4f} on {on} "
+                f"by {MIN_GAIN} nats a word")
     if summary["stopped"] == "passes":
         return f"stopped at the cap of {MAX_PASSES} passes, the last still gaining {gain} nats a word on {on}"
     return f"stopped ({summary['stopped'] or 'by a signal'}) after {len(scores)} scored passes"

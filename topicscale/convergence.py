@@ -3,18 +3,23 @@ improving, within a cap.
 
 After every pass the model is scored by document completion (evaluate.evaluate_model, eval's
 default protocol; the HDP's by the common fold-in of the topics it exports, evaluate_exported)
-on the held-out corpus when the run has one, else on a fixed sample of training documents drawn
-by the seed. (Scored by its own predictive on training documents, an HDP kept gaining long after
-its exported topics, and its own predictive of held-out documents, had stopped gaining.)
-Training stops when a pass gains less than MIN_GAIN nats a word, or after MAX_PASSES passes.
-One pass of a corpus of a billion tokens already gains little in its second; a few thousand
-documents need dozens.
+on the held-out corpus when the run has one, else on documents drawn by the seed and held aside
+from training (aside_rows: a twentieth of the corpus, at most ASIDE_DOCS). Scored on documents it
+trains on, a model keeps gaining after held-out documents stopped (an HDP's own predictive for
+dozens of passes), so it trains too long. A corpus too small to spare ASIDE_MIN documents is
+scored on a sample of its training documents. Training stops when PATIENCE passes in a row fail
+to beat the best score by MIN_GAIN nats a word, or after MAX_PASSES passes. One pass of a corpus
+of a billion tokens already gains little in its second; a few thousand documents need dozens.
 """
 import numpy as np
 
 MIN_GAIN = 0.002          # nats a word a pass
 MAX_PASSES = 50
-SAMPLE_DOCS = 1000
+PATIENCE = 2              # passes in a row that must fail to gain
+SAMPLE_DOCS = 1000        # training documents scored when none are held aside
+ASIDE_DOCS = 1000
+ASIDE_SHARE = 20          # at most one document in ASIDE_SHARE held aside
+ASIDE_MIN = 100
 WARM_DOCS = 8             # scored before the clock starts, to load the scoring's kernels
 BY_EXPORTED_TOPICS = ("hdp",)     # models whose passes are scored by evaluate_exported
 
@@ -43,17 +48,33 @@ def training_sample(corpus, seed, n=SAMPLE_DOCS):
     return RowSample(corpus, np.sort(rows))
 
 
+def aside_rows(corpus, seed):
+    """The documents a run that trains until the model stops improving holds aside to score its
+    passes (module docstring), drawn by the seed in row order; None when the corpus cannot spare
+    ASIDE_MIN."""
+    n = min(ASIDE_DOCS, corpus.n_docs // ASIDE_SHARE)
+    if n < ASIDE_MIN:
+        return None
+    rng = np.random.default_rng([seed, 0xA51DE])
+    return np.sort(rng.choice(corpus.n_docs, n, replace=False))
+
+
 class PassScorer:
     """score(model) -> per-word log likelihood of the documents scored after every pass (and by
-    `--polish auto`): the held-out corpus when there is one, else training_sample, by the
-    protocol of the model's `kind` (module docstring); `scored_on` says which. executor: where
-    the documents are read and scored (evaluate.document_completion)."""
+    `--polish auto`): the held-out corpus when there is one, else the rows `aside` of `corpus`
+    (held aside from training: aside_rows), else training_sample, by the protocol of the model's
+    `kind` (module docstring); `scored_on` says which. executor: where the documents are read and
+    scored (evaluate.document_completion)."""
 
-    def __init__(self, corpus, heldout, seed, kind="lda", executor=None):
+    def __init__(self, corpus, heldout, seed, kind="lda", executor=None, aside=None):
         self.executor = executor
         if heldout is not None:
             self.documents, self.scored_on = heldout, "the held-out corpus"
             self.few = RowSample(heldout, np.arange(min(WARM_DOCS, heldout.n_docs)))
+        elif aside is not None:
+            self.documents = RowSample(corpus, aside)
+            self.scored_on = f"{self.documents.n_docs} documents held aside from training"
+            self.few = RowSample(corpus, self.documents.rows[:WARM_DOCS])
         else:
             self.documents = training_sample(corpus, seed)
             self.scored_on = f"{self.documents.n_docs} training documents"
@@ -93,5 +114,8 @@ class PassScorer:
 
 
 def stopped_converging(scores, min_gain=MIN_GAIN):
-    """True when the last pass gained less than min_gain over the one before."""
-    return len(scores) >= 2 and scores[-1] - scores[-2] < min_gain
+    """True when each of the last PATIENCE passes failed to beat the best score before it by
+    min_gain (scored on unseen documents, a stochastic pass can lose a little and the next gain)."""
+    if len(scores) <= PATIENCE:
+        return False
+    return all(scores[i] - max(scores[:i]) < min_gain for i in range(len(scores) - PATIENCE, len(scores)))

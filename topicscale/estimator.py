@@ -65,6 +65,12 @@ def _writable(model):
     return type(model).from_stored(meta, {k: np.array(v) for k, v in arrays.items()}, list(model.vocab))
 
 
+def _passes(summary, n_docs):
+    """Passes a fit made over the documents it trained on (one that trains until the model stops
+    improving holds some aside to score it: runs._run)."""
+    return summary["docs"] / (n_docs - summary.get("held_aside", 0))
+
+
 class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """What the three estimators share; a subclass names its model `kind` and its summary."""
     kind = None
@@ -144,7 +150,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             model, summary, metrics = self._train(Path(tmp) / "corpus")
         if model.settings.get("corpus"):          # the temporary corpus is gone
             del model.settings["corpus"]
-        return self._fitted(model, summary["docs"] / n_docs, metrics)
+        return self._fitted(model, _passes(summary, n_docs), metrics)
 
     def fit_corpus(self, corpus):
         """Fit the model to a prepared corpus folder (streamed from disk, as `topicscale fit`)."""
@@ -157,7 +163,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = n_words
-        return self._fitted(model, summary["docs"] / n_docs, metrics)
+        return self._fitted(model, _passes(summary, n_docs), metrics)
 
     def partial_fit(self, X, y=None, vocabulary=None):
         """One pass over X, continuing the model fitted so far as `topicscale fit --init MODEL
@@ -186,7 +192,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
                                                       init_model=str(Path(tmp) / "init"))
                 prior = self._metrics
         model.settings.pop("corpus", None)
-        return self._fitted(model, summary["docs"] / n_docs, prior + metrics)
+        return self._fitted(model, _passes(summary, n_docs), prior + metrics)
 
     def _write(self, path, rows, words):
         n_docs = matrix.write_corpus(path, rows, words)

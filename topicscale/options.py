@@ -97,10 +97,10 @@ PART_OPTIONS = (
            "Sweeps of over-relaxed batch collapsed variational Bayes (CVB0) over the whole corpus after "
            "the streamed passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word "
            "of each document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none; "
-           "auto: scored like the passes every 5 sweeps, keeping the best-scoring topics; stops when the "
-           "first 5 sweeps gain under 0.002 nats a word a sweep over the passes (keeping theirs), later "
-           "when two checks in a row gain under that over the best (at most 100); none when its numbers "
-           "would exceed 4 GiB or half the memory available.",
+           "auto: scored like the passes every 5 sweeps, keeping the best-scoring topics (the passes' own "
+           "when none beats them); stops when two checks in a row gain under 0.002 nats a word a sweep "
+           "over the best (at most 100); none when its numbers would exceed 4 GiB or half the memory "
+           "available.",
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
            "--time-limit or --init), else 0"),
 )
@@ -108,9 +108,10 @@ RUN_OPTIONS = (
     Option("batch_size", ("--batch-size",), click.IntRange(1), "Documents per minibatch S.", 500,
            "500, or the algorithm's paper's"),
     Option("passes", ("--passes",), click.FloatRange(0, min_open=True),
-           "Passes over the corpus (fractions allowed).", default_text="until a pass gains under "
-           "0.002 nats a word (scored on --heldout, else on 1000 training documents), at most 50; "
-           "or until --time-limit / --max-docs when one is given"),
+           "Passes over the corpus (fractions allowed).", default_text="until two passes in a row gain "
+           "under 0.002 nats a word over the best (scored on --heldout, else on one document in 20, at "
+           "most 1000, held aside from training), at most 50; or until --time-limit / --max-docs when "
+           "one is given"),
     Option("max_docs", ("--max-docs",), click.IntRange(1), "Stop after this many documents."),
     Option("time_limit", ("--time-limit",), click.FloatRange(0, min_open=True),
            "Stop after this many seconds of training."),

@@ -15,7 +15,7 @@ the common fold-in of its exported topics): it scores the polished topics every
 CHECK_SWEEPS sweeps, stops when the checks gain under MIN_GAIN nats a word a sweep (Checks),
 and keeps the best topics it scored, the passes' own when no check beat them. On small corpora
 and long documents the sweeps fit the training documents at the held-out words' expense, and
-the first check says so; the sweeps are skipped when their numbers would not fit in memory
+the first two checks say so; the sweeps are skipped when their numbers would not fit in memory
 (auto_fits: a corpus that big is what the streamed passes are for).
 """
 import os
@@ -83,17 +83,16 @@ class Checks:
     keeps a copy of the passes' topics, the best scored and a spare that the next check writes
     (three V x K arrays beside the counts; a check allocates none).
 
-    A check must beat the best score so far by MIN_GAIN a sweep (CHECK_SWEEPS x MIN_GAIN): the
-    sweeps stop at the first check that does not beat the passes so (they do not pay on this
-    corpus), later at the second check in a row that does not beat the best so: over-relaxed
-    sweeps move the score up and down a little from check to check."""
+    A check must beat the best score so far by MIN_GAIN a sweep (CHECK_SWEEPS x MIN_GAIN); the
+    sweeps stop at the second check in a row that does not: over-relaxed sweeps move the score up
+    and down a little from check to check, and the first few can leave it flat before it gains."""
 
     def __init__(self, score, model):
         self.score, self.scores = score, [score(model)]
         self.passes_topics = np.array(model.lam)            # a writable copy of the read-only view
         self.best_topics, self.best_sweeps = self.passes_topics, 0
         self.spare = np.empty_like(self.passes_topics)
-        self.misses_left = 0
+        self.misses_left = 1
 
     def check(self, model, sweeps, n_wk):
         """Score lambda = eta + n_wk (clipped at 0: a sum of changes can undershoot by a

@@ -19,6 +19,7 @@ from . import convergence, options, registry
 from .atomic import atomic_file
 from .coherence import model_repeats
 from .corpus.shards import Corpus, open_corpus
+from .corpus.subset import CorpusWithout
 from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
 from .models import load_model, store
@@ -212,15 +213,19 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     from .evaluate import check_vocabulary, evaluate_model
     if heldout is not None:
         check_vocabulary(model.vocab, heldout)
-    algo = build_algorithm(model, config, corpus)
+    limits = run_limits(config)
+    # trained until it stops improving without a held-out corpus: scored on documents held aside
+    aside = convergence.aside_rows(corpus, config["seed"]) if limits.min_gain and heldout is None else None
+    training = corpus if aside is None else CorpusWithout(corpus, aside)
+    algo = build_algorithm(model, config, training)
     if algo_state:
         algo.restore_state(algo_state)
-    limits = run_limits(config)
     if executor is not None:
-        executor.fitting(corpus, limits.chunk_docs)
+        executor.fitting(training, limits.chunk_docs)
         _say_chunks(executor, limits, say)
-    score_pass = convergence.PassScorer(corpus, heldout, config["seed"], model.kind, executor=executor)
-    polish = Polish(corpus, config["polish"], output) if config.get("polish") else None
+    score_pass = convergence.PassScorer(corpus, heldout, config["seed"], model.kind, executor=executor,
+                                        aside=aside)
+    polish = Polish(training, config["polish"], output) if config.get("polish") else None
     evaluate = (lambda m: score_pass.heldout_result(m)                 # eval's default protocol
                 or evaluate_model(m, heldout, executor=executor)) if heldout else None
     log = open(output / RUN_LOG, "a", encoding="utf-8")
@@ -237,7 +242,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         if fresh:
             checkpoint(state)                   # a killed run can always be resumed
         with StopOnSignal(say) as stop:
-            summary, finished = train(algo, corpus, limits, config["seed"], evaluate=evaluate,
+            summary, finished = train(algo, training, limits, config["seed"], evaluate=evaluate,
                                       on_record=record, progress=progress, state=state,
                                       checkpoint=checkpoint, stop_requested=stop, score_pass=score_pass,
                                       executor=executor, polish=polish)
@@ -247,6 +252,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary.update(workers=executor.n_workers, worker_threads=executor.threads)
         if limits.min_gain:
             summary["scored_on"] = score_pass.scored_on
+        if aside is not None:
+            summary["held_aside"] = int(aside.shape[0])
         if "kept" in summary.get("polish", {}):
             summary["polish"]["scored_on"] = score_pass.scored_on
         if not finished:                        # stopped by a signal: partial model + checkpoint

@@ -7,7 +7,8 @@ rows of each window of `window_blocks` consecutive (permuted) blocks are shuffle
 and dealt into minibatches. Every document is visited once per epoch.
 
 The order is a pure function of (seed, epoch), so a stream position is just
-(epoch, batch index) and a resumed run sees exactly the minibatches it would have seen.
+(epoch, batch index) and a resumed run sees exactly the minibatches it would have seen. Over a
+corpus.subset.CorpusWithout the order deals its kept documents, by their row numbers.
 """
 from dataclasses import dataclass
 
@@ -27,9 +28,10 @@ class MinibatchStream:
         self.seed = int(seed)
         self.block_docs = int(block_docs)
         self.window_blocks = int(window_blocks)
+        self.kept_rows = getattr(corpus, "kept_rows", None)
 
     def epoch_order(self, epoch):
-        """The permutation of all row numbers used in `epoch`."""
+        """The permutation of 0..n_docs-1 dealt in `epoch` (the row numbers, but over a CorpusWithout)."""
         rng = np.random.default_rng([self.seed, epoch, 0x5EED])
         n = self.corpus.n_docs
         n_blocks = -(-n // self.block_docs)
@@ -51,6 +53,8 @@ class MinibatchStream:
         epoch, batch = start.epoch, start.batch
         while True:
             order = self.epoch_order(epoch)
+            if self.kept_rows is not None:
+                order = self.kept_rows(order)
             for b in range(batch, self.batches_per_epoch()):
                 yield StreamPosition(epoch, b), order[b * self.batch_size:(b + 1) * self.batch_size]
             epoch, batch = epoch + 1, 0
