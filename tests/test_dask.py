@@ -83,6 +83,19 @@ def test_the_cluster_fits_the_model_of_one_process(corpus, cluster, tmp_path, mo
     assert sum(m["event"] == "batch" for m in metrics) == 6
 
 
+def test_the_cluster_trains_on_the_documents_not_held_aside_as_one_process_does(cluster, tmp_path):
+    """Trained until it stops improving, a fit holds documents aside (convergence.aside_rows):
+    the workers read the rest by their row numbers, and the model is one process's."""
+    rng = np.random.default_rng(7)
+    train = write_corpus(tmp_path / "c", lda_documents(planted_topics(5, 150, rng), 2000, 20, 0.3, rng), 150,
+                         shard_docs=700).path
+    args = ["-k", "5", "--batch-size", "400", "--chunk-docs", "150", "--seed", "3", "--json", "-q"]
+    one = json.loads(run("fit", train, *args, "-o", tmp_path / "one").stdout)
+    two = json.loads(run("fit", train, *args, "--scheduler", cluster[0], "-o", tmp_path / "two").stdout)
+    assert one["held_aside"] == two["held_aside"] == 100 and one["pass_scores"] == two["pass_scores"]
+    assert one["docs"] == len(one["pass_scores"]) * 1900 and same_model(tmp_path / "one", tmp_path / "two")
+
+
 def test_chunks_change_only_the_rounding(corpus, tmp_path):
     """The chunk rule is part of the model (the order of the sums), not where chunks run."""
     train, _ = corpus
