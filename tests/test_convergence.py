@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from clirun import run
+from clirun import run, run_stopped
 from topicscale import convergence
 from topicscale.evaluate import evaluate_model
 from topicscale.inference.global_steps.svi import SVI
@@ -78,6 +78,18 @@ def test_a_small_corpus_holds_nothing_aside():
     Sized.n_docs = 10 ** 6
     rows = convergence.aside_rows(Sized(), 0)
     assert rows.shape == (1000,) and np.all(np.diff(rows) > 0)
+
+
+def test_a_run_holding_documents_aside_resumes_to_the_model_of_an_uninterrupted_one(planted, tmp_path,
+                                                                                   monkeypatch):
+    _, corpus, _ = planted
+    args = ["fit", corpus.path, "-k", 10, "--batch-size", 300, "--polish", 0, "--seed", 2]
+    whole = json.loads(run(*args, "--json", "-q", "-o", tmp_path / "whole").stdout)
+    r, _ = run_stopped(monkeypatch, 25, *args, "-o", tmp_path / "cut")        # in the third pass
+    assert r.exit_code == 0 and "partial model" in r.output
+    resumed = json.loads(run("fit", "--resume", tmp_path / "cut", "--json", "-q").stdout)
+    assert resumed["pass_scores"] == whole["pass_scores"] and resumed["held_aside"] == 150
+    assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()
 
 
 def test_with_a_heldout_corpus_the_passes_are_scored_on_it(planted, tmp_path, monkeypatch):
