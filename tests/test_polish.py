@@ -295,3 +295,9 @@ def test_a_run_stopped_while_polishing_auto_writes_the_passes_model_and_resumes_
     assert np.array_equal(load_model(tmp_path / "cut").lam, load_model(tmp_path / "passes").lam)
     assert "resuming" in run("fit", "--resume", tmp_path / "cut").output
     assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()
+
+
+def test_fit_says_the_best_check_of_sweeps_it_did_not_keep():
+    from topicscale.cli import _polish_line
+    line = _polish_line({"sweeps": 10, "seconds": 0.5, "kept": 0, "scores": [-7.0, -7.2, -7.1], "scored_on": "x"})
+    assert "at best they scored -7.1000 on x against the passes' -7.0000: kept the passes' topics" in line

@@ -365,7 +365,7 @@ def _polish_line(p):
     if len(scores) == 1:
         return f"{line}, too few to score: kept the passes' topics"
     if not p["kept"]:
-        return (f"{line}; they scored {scores[1]:.4f} on {p['scored_on']} against the passes' "
+        return (f"{line}; at best they scored {max(scores[1:]):.4f} on {p['scored_on']} against the passes' "
                 f"{scores[0]:.4f}: kept the passes' topics")
     return (f"{line}; kept the topics after {p['kept']}: {max(scores):.4f} on {p['scored_on']} against the "
             f"passes' {scores[0]:.4f}")
