@@ -91,6 +91,24 @@ def test_stochastic_alpha_auto_ranks_the_planted_topics(tmp_path, algorithm):
     assert np.argmax(learned) == 0 and learned[0] > learned[1] > learned[2]
 
 
+@pytest.mark.parametrize("algorithm,local", [("svi", "cvb0"), ("scvb0", "cvb0"), ("svi", "gibbs")])
+def test_alpha_auto_keeps_short_documents_sparse_under_cvb0_and_gibbs(tmp_path, algorithm, local):
+    """Short documents of few topics among many (planted alpha 0.05 each, sum 1): alpha stays near
+    the planted one and most topics are recovered. Minka's step on CVB0's own alpha + N^Theta,
+    which spreads a document over many topics, raised the sum to 14 (svi) and 9 (scvb0), the
+    median topic then 0.27 and 0.53 from its planted one in total variation."""
+    rng = np.random.default_rng(11)
+    K = 20
+    beta, corpus = asymmetric_corpus(tmp_path / "c", np.full(K, 0.05), rng, n_docs=4000, V=400, length=15)
+    run("fit", corpus.path, "-o", tmp_path / "m", "-k", K, "--algorithm", algorithm, "--local", local,
+        "--alpha", "auto", "--passes", 10, "--batch-size", 200, "--seed", 0, "-q")
+    m = load_model(tmp_path / "m")
+    assert 0.5 < m.alpha.sum() < 2.0
+    tv = 0.5 * np.abs(m.expected_beta().T[:, None, :] - beta[None, :, :]).sum(-1)
+    rows, cols = linear_sum_assignment(tv)
+    assert np.median(tv[rows, cols]) < 0.4
+
+
 @pytest.mark.parametrize("algorithm,local", [("svi", "meanfield"), ("svi", "cvb0"), ("svi", "gibbs"),
                                              ("scvb0", "cvb0"), ("ssmf-a", "gibbs"), ("ssmf", "gibbs"),
                                              ("batch", "meanfield")])
