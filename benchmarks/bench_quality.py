@@ -13,6 +13,8 @@ threads:
   scvb0 P passes       --algorithm scvb0 --passes 5, 20
   --polish N           the default's passes followed by N batch CVB0 sweeps, N = 0 (the passes
                        alone), 20, 50
+  --start assignment   topics started from a random assignment of the tokens, --passes 1, then
+                       N = 20, 50 polish sweeps
   tomotopy             LDAModel(alpha = 1/K, eta = 0.01, optim_interval 0), train(100) calls on 2
                        workers up to --gibbs iterations, topics taken after each (peers.py)
 Every topic matrix is scored the same way (`--worker score`):
@@ -42,6 +44,11 @@ TOP_N, DIVERSITY_N, WORST = 10, 25, 5
 CURVE_PASSES = (1, 5, 20)
 SCVB0_PASSES = (5, 20)
 POLISH_SWEEPS = (0, 20, 50)
+START_SWEEPS = (20, 50)
+
+
+def start_setting(n):
+    return f"--start assignment, 1 pass, {n} sweeps"
 
 
 # ------------------------------------------------------------------------------ scoring
@@ -134,6 +141,10 @@ def run_case(args, corpus, K, env, work, log):
     for n in POLISH_SWEEPS:
         rows.append(dict(fit(corpus, K, ["--polish", str(n)], cwork / f"polish{n}", env, log,
                              f"{name} --polish {n}"), tool="topicscale", setting=f"--polish {n}"))
+    for n in START_SWEEPS:
+        rows.append(dict(fit(corpus, K, ["--start", "assignment", "--passes", "1", "--polish", str(n)],
+                             cwork / f"start{n}", env, log, f"{name} {start_setting(n)}"),
+                         tool="topicscale", setting=start_setting(n)))
     spec = {"tool": "tomotopy", "train": corpus["train"], "heldout": corpus["heldout"], "tag": f"tomotopy-{K}",
             "settings": {"topics": K, "eta": 0.01, "seed": 0, "threads": 2}, "snap_dir": str(cwork / "tomotopy"),
             "gibbs_every": 100, "gibbs_iterations": args.gibbs}
@@ -153,7 +164,7 @@ def run_case(args, corpus, K, env, work, log):
             "targets": {s: targets(rows, s) for s in TARGETED}}
 
 
-TARGETED = ("default", *(f"--polish {n}" for n in POLISH_SWEEPS))
+TARGETED = ("default", *(f"--polish {n}" for n in POLISH_SWEEPS), *map(start_setting, START_SWEEPS))
 
 
 def targets(rows, setting="default"):
@@ -178,13 +189,16 @@ def plot(case, path):
     for key, ax, label in (("npmi", axes[0], "NPMI (top 10)"), ("per_word_ll", axes[1], "held-out per-word LL")):
         for tool, marker in (("topicscale", "o"), ("tomotopy", "s")):
             pts = [r for r in case["rows"] if r["tool"] == tool and r["setting"] != "default"
-                   and "scvb0" not in r["setting"] and "polish" not in r["setting"]]
+                   and not r["setting"].startswith(("--algorithm scvb0", "--polish", "--start"))]
             ax.plot([r["train_seconds"] for r in pts], [r[key] for r in pts], marker=marker, label=tool)
         d = next(r for r in case["rows"] if r["setting"] == "default")
         ax.plot([d["train_seconds"]], [d[key]], "*", markersize=14, label="topicscale default")
         pol = [r for r in case["rows"] if "polish" in r["setting"]]
         ax.plot([r["train_seconds"] for r in pol], [r[key] for r in pol], "D",
                 label="--polish " + ", ".join(map(str, POLISH_SWEEPS)))
+        start = [r for r in case["rows"] if r["setting"].startswith("--start")]
+        ax.plot([r["train_seconds"] for r in start], [r[key] for r in start], "^",
+                label="--start assignment, 1 pass, " + ", ".join(map(str, START_SWEEPS)) + " sweeps")
         ax.set_xscale("log")
         ax.set_xlabel("training seconds")
         ax.set_ylabel(label)

@@ -93,6 +93,12 @@ PART_OPTIONS = (
     Option("estep_beta", ("--estep-beta",), click.Choice(["exp-elog", "mean"]),
            "Topics the mean-field E-step multiplies by: mean = E[beta], CVB0's plug-in, which keeps rare "
            "words in their topics; exp-elog = exp(E[log beta]), the SVI paper's eq. 33.", "mean"),
+    Option("start", ("--start",), click.Choice(["near-uniform", "assignment"]),
+           "The topics training starts from: near-uniform (each entry Gamma(100, 1/100), online LDA's "
+           "start) or assignment (the counts of every training token given a topic at random, as a "
+           "collapsed Gibbs sampler starts; one more read of the corpus). With --polish, when the topics are "
+           "many (each gets far fewer tokens than the vocabulary has words), assignment keeps them apart "
+           "where the near-uniform start leaves most of them alike.", "near-uniform"),
     Option("polish", ("--polish",), COUNT_OR_AUTO,
            "Sweeps of over-relaxed batch collapsed variational Bayes (CVB0) over the whole corpus after "
            "the streamed passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word "
@@ -150,6 +156,8 @@ BY_NAME = {o.name: o for o in PART_OPTIONS + RUN_OPTIONS}
 RESUME_OPTIONS = ("threads", "report", "scheduler", "workers")
 # the model options an --init model keeps (its own K and priors)
 KEPT_BY_INIT = ("n_topics", "alpha", "eta", "omega")
+# the model options --init refuses: those it keeps, and where its topics start (they are its own)
+REFUSED_BY_INIT = KEPT_BY_INIT + ("start",)
 # options that say where the local steps run (topicscale/distributed.py), never what is computed
 CLUSTER_OPTIONS = ("scheduler", "workers")
 
@@ -222,7 +230,7 @@ def check(config):
                                   f"{c.step.why_refused}")
         if name in BY_NAME and BY_NAME[name] in PART_OPTIONS and name not in here:
             raise TopicscaleError(f"{flag(name)} goes with {owners(name)}, not with {run}")
-        if config.get("init_model") and name in KEPT_BY_INIT:
+        if config.get("init_model") and name in REFUSED_BY_INIT:
             raise TopicscaleError(f"{flag(name)} does not go with --init (the model keeps its own)")
     for name in ("alpha", "eta"):
         if config.get(name) == "auto" and model != "lda":

@@ -38,7 +38,7 @@ class Cell:
 
 
 MODELS = {
-    "lda": Part("topicscale.models.lda:LDAModel", ("n_topics", "alpha", "eta", "polish")),
+    "lda": Part("topicscale.models.lda:LDAModel", ("n_topics", "alpha", "eta", "start", "polish")),
     "hdp": Part("topicscale.models.hdp:HDPModel", ("n_topics", "alpha", "eta", "omega", "polish")),
     "ctm": Part("topicscale.models.ctm:CTMModel", ("n_topics", "eta")),
 }

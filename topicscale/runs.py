@@ -11,6 +11,7 @@ A model folder during a run:
 import contextlib
 import json
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -217,6 +218,11 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     # trained until it stops improving without a held-out corpus: scored on documents held aside
     aside = convergence.aside_rows(corpus, config["seed"]) if limits.min_gain and heldout is None else None
     training = corpus if aside is None else CorpusWithout(corpus, aside)
+    if fresh and config.get("start") == "assignment" and not config["init_model"]:
+        from .inference.start import assigned_topics
+        t0 = time.perf_counter()
+        model.lam = assigned_topics(training, model.n_topics, model.eta, config["seed"])
+        state.train_seconds += time.perf_counter() - t0         # counted as training
     algo = build_algorithm(model, config, training)
     if algo_state:
         algo.restore_state(algo_state)

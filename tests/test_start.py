@@ -1,0 +1,86 @@
+"""fit --start assignment: topics that start from a random assignment of the training tokens."""
+import json
+
+import numpy as np
+import pytest
+
+from clirun import run
+from synthetic import lda_documents, planted_topics, write_corpus
+from topicscale.coherence import model_repeats
+from topicscale.inference.start import assigned_topics
+from topicscale.models import load_model
+
+
+def word_totals(corpus):
+    totals = np.zeros(corpus.n_words)
+    for block in corpus.blocks():
+        np.add.at(totals, block.indices, block.counts)
+    return totals
+
+
+def test_every_token_is_assigned_once_and_the_topics_share_them_evenly(planted):
+    _, corpus, _ = planted
+    K, eta = 7, 0.25                   # exact in binary: lam - eta gives the counts back
+    lam = assigned_topics(corpus, K, eta, seed=3)
+    counts = lam - eta
+    assert np.array_equal(counts, np.round(counts)) and counts.min() == 0
+    assert np.array_equal(counts.sum(axis=1), word_totals(corpus))
+    n = corpus.n_tokens
+    assert np.all(np.abs(counts.sum(axis=0) - n / K) < 5 * np.sqrt(n / K))     # binomial spread
+    assert np.array_equal(lam, assigned_topics(corpus, K, eta, seed=3))
+    assert not np.array_equal(lam, assigned_topics(corpus, K, eta, seed=4))
+
+
+@pytest.fixture(scope="module")
+def many_topics(tmp_path_factory):
+    """200 topics over 8,000 words, each half a shared Zipf background, and 3,000 documents of
+    10 tokens: 150 tokens a topic, far fewer than the words."""
+    rng = np.random.default_rng(3)
+    V, K = 8000, 200
+    background = 1.0 / np.arange(1, V + 1)
+    beta = 0.5 * planted_topics(K, V, rng) + 0.5 * background / background.sum()
+    return write_corpus(tmp_path_factory.mktemp("many") / "c", lda_documents(beta, 3000, 10, 0.1, rng), V), K
+
+
+def test_assignment_keeps_many_topics_apart_where_the_near_uniform_start_repeats_them(many_topics, tmp_path):
+    corpus, K = many_topics
+    repeats = {}
+    for start in ("near-uniform", "assignment"):
+        run("fit", corpus.path, "-k", K, "--start", start, "--passes", 2, "--polish", 20, "--seed", 0, "-q",
+            "-o", tmp_path / start)
+        m = load_model(tmp_path / start)
+        assert m.settings["start"] == start
+        repeats[start] = model_repeats(m)
+    assert repeats["near-uniform"] > 10 and repeats["assignment"] == 0
+
+
+def test_the_start_reads_only_the_training_documents(planted, tmp_path, monkeypatch):
+    """Without --passes the run holds documents aside to score its passes; the start assigns the
+    tokens of the others only."""
+    from topicscale.inference import start
+    _, corpus, _ = planted
+    seen = []
+
+    def recording(training, *args):
+        seen.append(training)
+        return assigned_topics(training, *args)
+
+    monkeypatch.setattr(start, "assigned_topics", recording)
+    r = run("fit", corpus.path, "-k", 5, "--start", "assignment", "--polish", 0, "--seed", 1, "--json", "-q",
+            "-o", tmp_path / "m")
+    held_aside = json.loads(r.stdout.splitlines()[-1])["held_aside"]
+    (training,) = seen
+    assert held_aside > 0 and training.n_docs == corpus.n_docs - held_aside
+    kept = word_totals(training)
+    assert kept.sum() == training.n_tokens < corpus.n_tokens
+    assert np.array_equal((assigned_topics(training, 5, 0.01, 1) - 0.01).sum(axis=1).round(), kept)
+
+
+def test_start_goes_with_lda_and_not_with_init(planted, tmp_path):
+    _, corpus, _ = planted
+    r = run("fit", corpus.path, "--model", "hdp", "--start", "assignment", "-o", tmp_path / "h", ok=False)
+    assert r.exit_code == 2 and "--start goes with" in r.output and not (tmp_path / "h").exists()
+    run("fit", corpus.path, "-k", 5, "--passes", 1, "-q", "-o", tmp_path / "m")
+    r = run("fit", corpus.path, "--init", tmp_path / "m", "--start", "assignment", "--passes", 1,
+            "-o", tmp_path / "m2", ok=False)
+    assert r.exit_code == 2 and "--start does not go with --init" in r.output
