@@ -93,26 +93,26 @@ class ChunkResult:
         return cls(cat("sweeps"), max(p.threads_used for p in parts), cat("redone"), cat("gamma"))
 
 
-def alpha_gamma(local, documents, topics, prior, result):
-    """The documents' variational Dirichlets that the alpha step reads (priors.update_alpha):
-    a mean-field step's own gamma; for CVB0 and Gibbs, the gamma of a mean-field document step
-    on the same topic rows. Their alpha + N^Theta is no variational posterior of theta: it spreads
-    a document over several times the topics mean-field's does, and Minka's step on it raises
-    alpha until every document holds every topic."""
+def with_alpha_gamma(local, documents, topics, prior, result):
+    """`result` holding the documents' variational Dirichlets that the alpha step reads
+    (priors.update_alpha): a mean-field step's own gamma; for CVB0 and Gibbs, the gamma of a
+    mean-field document step on the same topic rows. Their alpha + N^Theta is no variational
+    posterior of theta: it spreads a document over several times the topics mean-field's does,
+    and Minka's step on it raises alpha until every document holds every topic."""
     if local.name == "meanfield":
-        return result.gamma
+        return result
     from ..kernels.minibatch import distinct_words
     from .local_steps.meanfield import MeanField
     ids = distinct_words(documents.indices)[1]
-    return MeanField().fit(documents.indptr, ids, documents.counts, topics, prior).gamma
+    return replace(result, gamma=MeanField().fit(documents.indptr, ids, documents.counts, topics, prior).gamma)
 
 
 def chunk_statistics(local, chunk, side, topics, seed=None, keep_gamma=False):
     """One chunk's task: `local`'s statistics on the chunk (Rows) given `topics`, the rows of
-    the chunk's distinct words, and its ChunkResult (with alpha_gamma when keep_gamma)."""
+    the chunk's distinct words, and its ChunkResult (with_alpha_gamma when keep_gamma)."""
     stats, result = local.statistics(chunk, side, topics, seed=seed)
     if keep_gamma:
-        result = replace(result, gamma=alpha_gamma(local, chunk, topics, side.local_prior(), result))
+        result = with_alpha_gamma(local, chunk, topics, side.local_prior(), result)
     return stats, ChunkResult.of(result, keep_gamma)
 
 
@@ -147,14 +147,15 @@ class Minibatch:
 
     def statistics(self, local, model, topics, seed=None):
         """`local` on the minibatch given `topics` (rows of `words`): (stats, result), summed over
-        the chunks in order; one chunk is `local.statistics` itself."""
+        the chunks in order; one chunk is `local.statistics` itself (with_alpha_gamma when the model
+        learns alpha)."""
         spans = chunk_spans(self.n_docs, self.chunk_docs)
-        side, keep, parts = DocumentSide.of(model), keeps_gamma(model), []
         if len(spans) == 1:
             stats, result = local.statistics(self.documents, model, topics, seed=seed)
-            if keep:
-                result = replace(result, gamma=alpha_gamma(local, self.documents, topics, side.local_prior(), result))
+            if keeps_gamma(model):
+                result = with_alpha_gamma(local, self.documents, topics, model.local_prior(), result)
             return stats, result
+        side, keep, parts = DocumentSide.of(model), keeps_gamma(model), []
         for d0, d1 in spans:
             chunk = chunk_rows(self.documents, d0, d1)
             parts.append(chunk_statistics(local, chunk, side, rows_for(self.words, topics, distinct(chunk.indices)),

@@ -9,7 +9,7 @@ noisy estimate of the expectations:
     alpha (asymmetric, K): maximise  sum_d  log Gamma(sum_k alpha_k) - sum_k log Gamma(alpha_k)
                                              + sum_k (alpha_k - 1) E[log theta_dk]
         over the minibatch's documents, E[log theta_dk] = psi(gamma_dk) - psi(sum_j gamma_dj),
-        gamma from a mean-field document step (inference/chunks.alpha_gamma).
+        gamma from a mean-field document step (inference/chunks.with_alpha_gamma).
         The Hessian is diag(-psi'(alpha)) + psi'(sum alpha) 1 1', inverted in O(K).
     eta (symmetric over V words): maximise  sum_k  log Gamma(V eta) - V log Gamma(eta)
                                                     + (eta - 1) sum_w E[log beta_kw]
