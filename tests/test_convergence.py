@@ -80,10 +80,11 @@ def test_a_small_corpus_holds_nothing_aside():
     assert rows.shape == (1000,) and np.all(np.diff(rows) > 0)
 
 
+@pytest.mark.parametrize("start", ["near-uniform", "assignment"])
 def test_a_run_holding_documents_aside_resumes_to_the_model_of_an_uninterrupted_one(planted, tmp_path,
-                                                                                   monkeypatch):
+                                                                                   monkeypatch, start):
     _, corpus, _ = planted
-    args = ["fit", corpus.path, "-k", 10, "--batch-size", 300, "--polish", 0, "--seed", 2]
+    args = ["fit", corpus.path, "-k", 10, "--batch-size", 300, "--polish", 0, "--seed", 2, "--start", start]
     whole = json.loads(run(*args, "--json", "-q", "-o", tmp_path / "whole").stdout)
     r, _ = run_stopped(monkeypatch, 25, *args, "-o", tmp_path / "cut")        # in the third pass
     assert r.exit_code == 0 and "partial model" in r.output

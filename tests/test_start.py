@@ -57,6 +57,7 @@ def test_assignment_keeps_many_topics_apart_where_the_near_uniform_start_repeats
 def test_the_start_reads_only_the_training_documents(planted, tmp_path, monkeypatch):
     """Without --passes the run holds documents aside to score its passes; the start assigns the
     tokens of the others only."""
+    from topicscale import runs
     from topicscale.inference import start
     _, corpus, _ = planted
     seen = []
@@ -65,7 +66,13 @@ def test_the_start_reads_only_the_training_documents(planted, tmp_path, monkeypa
         seen.append(training)
         return assigned_topics(training, *args)
 
+    def building(model, *args):
+        trained_from.append(np.array(model.lam))
+        return real_build(model, *args)
+
+    trained_from, real_build = [], runs.build_algorithm
     monkeypatch.setattr(start, "assigned_topics", recording)
+    monkeypatch.setattr(runs, "build_algorithm", building)
     r = run("fit", corpus.path, "-k", 5, "--start", "assignment", "--polish", 0, "--seed", 1, "--json", "-q",
             "-o", tmp_path / "m")
     held_aside = json.loads(r.stdout.splitlines()[-1])["held_aside"]
@@ -73,7 +80,9 @@ def test_the_start_reads_only_the_training_documents(planted, tmp_path, monkeypa
     assert held_aside > 0 and training.n_docs == corpus.n_docs - held_aside
     kept = word_totals(training)
     assert kept.sum() == training.n_tokens < corpus.n_tokens
-    assert np.array_equal((assigned_topics(training, 5, 0.01, 1) - 0.01).sum(axis=1).round(), kept)
+    (lam,) = trained_from                                   # the passes start from the assignment
+    assert np.array_equal(lam, assigned_topics(training, 5, 0.01, 1))
+    assert np.array_equal((lam - 0.01).sum(axis=1).round(), kept)
 
 
 def test_start_goes_with_lda_and_not_with_init(planted, tmp_path):
@@ -84,3 +93,17 @@ def test_start_goes_with_lda_and_not_with_init(planted, tmp_path):
     r = run("fit", corpus.path, "--init", tmp_path / "m", "--start", "assignment", "--passes", 1,
             "-o", tmp_path / "m2", ok=False)
     assert r.exit_code == 2 and "--start does not go with --init" in r.output
+
+
+def test_a_model_continued_by_init_keeps_the_start_it_had(planted, tmp_path):
+    _, corpus, _ = planted
+    run("fit", corpus.path, "-k", 5, "--start", "assignment", "--passes", 1, "-q", "-o", tmp_path / "m")
+    run("fit", corpus.path, "--init", tmp_path / "m", "--passes", 0.5, "-q", "-o", tmp_path / "m2")
+    assert load_model(tmp_path / "m2").settings["start"] == "assignment"
+
+
+def test_partial_fit_refuses_the_assignment_start():
+    from topicscale import LDA
+    X = np.ones((4, 6))
+    with pytest.raises(ValueError, match="partial_fit refuses"):
+        LDA(n_components=2, start="assignment").partial_fit(X)

@@ -3,7 +3,7 @@ step here (issue 25; DESIGN, "Scale beyond one machine"). Used when --scheduler 
 given, and it imports dask only then: nothing else does, and without the extra `require_dask`
 says how to install it.
 
-What travels per minibatch of a fit (the client never reads a document):
+What travels per minibatch of a fit (the client reads none of its documents):
   1. one minibatch ahead, while the current one's local steps run, for each chunk of the rule of
      inference/chunks.py: a task `load` (the corpus location and the chunk's row numbers; the
      worker reads the documents from the shards and keeps them) and a task `words`, which sends

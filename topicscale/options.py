@@ -69,7 +69,8 @@ PART_OPTIONS = (
            "Number of topics K (HDP: the corpus truncation).", default_text="100, HDP 150"),
     Option("alpha", ("--alpha",), POSITIVE_OR_AUTO,
            "Topic-proportion prior (HDP: document concentration). LDA: auto learns an asymmetric "
-           "alpha (a Newton step each minibatch, from 1/K, on a mean-field step's document proportions).",
+           "alpha (from 1/K, a Newton step each minibatch, batch: each epoch, on the documents' Dirichlets "
+           "from a mean-field step).",
            default_text="1/K, HDP 1, or the algorithm's"),
     Option("eta", ("--eta",), POSITIVE_OR_AUTO,
            "Topic Dirichlet prior. LDA: auto learns it (a Newton step every 10 minibatches).", 0.01),

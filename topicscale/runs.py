@@ -130,6 +130,8 @@ def new_model(config, corpus):
         if model.kind != config["model"]:
             raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}")
         learned = {k: True for k in LEARNED if model.settings.get(k)}      # the model keeps its priors
+        if "start" in model.settings:
+            learned["start"] = model.settings["start"]                      # and where it started
     else:
         cls = registry.model_class(config["model"])
         model = cls.from_config(corpus.vocab, config, np.random.default_rng([config["seed"], 0x1A]))
@@ -218,7 +220,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     # trained until it stops improving without a held-out corpus: scored on documents held aside
     aside = convergence.aside_rows(corpus, config["seed"]) if limits.min_gain and heldout is None else None
     training = corpus if aside is None else CorpusWithout(corpus, aside)
-    if fresh and config.get("start") == "assignment" and not config["init_model"]:
+    if fresh and config.get("start") == "assignment":
         from .inference.start import assigned_topics
         t0 = time.perf_counter()
         model.lam = assigned_topics(training, model.n_topics, model.eta, config["seed"])

@@ -104,7 +104,8 @@ def with_alpha_gamma(local, documents, topics, prior, result):
     from ..kernels.minibatch import distinct_words
     from .local_steps.meanfield import MeanField
     ids = distinct_words(documents.indices)[1]
-    return replace(result, gamma=MeanField().fit(documents.indptr, ids, documents.counts, topics, prior).gamma)
+    gamma = MeanField().fit(documents.indptr, ids, documents.counts, topics, prior, topics.astype(np.float32)).gamma
+    return replace(result, gamma=gamma)
 
 
 def chunk_statistics(local, chunk, side, topics, seed=None, keep_gamma=False):

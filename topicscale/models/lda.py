@@ -37,11 +37,17 @@ class LDAModel(LazyTopics):
     @classmethod
     def from_config(cls, vocab, config, rng):
         """A new model from fit settings: n_topics (default 100), alpha (default 1/K), eta
-        (default 0.01); a learned ("auto") prior starts from its default."""
+        (default 0.01); a learned ("auto") prior starts from its default. With start =
+        "assignment" lambda is a read-only placeholder (eta everywhere, no memory) until the run
+        assigns its training documents' tokens (runs._run, inference/start.py)."""
         K = config.get("n_topics") or 100
         alpha, eta = config.get("alpha"), config.get("eta")
-        return cls.initial(vocab, K, 1.0 / K if alpha in (None, "auto") else alpha,
-                           0.01 if eta in (None, "auto") else eta, rng)
+        alpha = 1.0 / K if alpha in (None, "auto") else alpha
+        eta = 0.01 if eta in (None, "auto") else eta
+        if config.get("start") == "assignment":
+            return cls(lam=np.broadcast_to(float(eta), (len(vocab), K)), alpha=np.full(K, float(alpha)),
+                       eta=float(eta), vocab=list(vocab))
+        return cls.initial(vocab, K, alpha, eta, rng)
 
     def estep_topics(self, words=None):
         """The topics the local step uses: exp(E[log beta])."""
