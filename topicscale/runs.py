@@ -129,16 +129,16 @@ def new_model(config, corpus):
         check_vocabulary(model.vocab, corpus)
         if model.kind != config["model"]:
             raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}")
-        learned = {k: True for k in LEARNED if model.settings.get(k)}      # the model keeps its priors
+        carried = {k: True for k in LEARNED if model.settings.get(k)}      # the model keeps its priors
         if "start" in model.settings:
-            learned["start"] = model.settings["start"]                      # and where it started
+            carried["start"] = model.settings["start"]                      # and where it started
     else:
         cls = registry.model_class(config["model"])
         model = cls.from_config(corpus.vocab, config, np.random.default_rng([config["seed"], 0x1A]))
-        learned = {f"{name}_auto": True for name in ("alpha", "eta") if config.get(name) == "auto"}
+        carried = {f"{name}_auto": True for name in ("alpha", "eta") if config.get(name) == "auto"}
     kept = RUN_ONLY | set(options.KEPT_BY_INIT)
     model.settings = {k: v for k, v in config.items() if k not in kept and v is not None}
-    model.settings.update(learned)
+    model.settings.update(carried)
     return model
 
 
