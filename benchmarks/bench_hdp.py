@@ -28,6 +28,8 @@ Scores (one worker, the same held-out documents and split for every model):
     local step under its stick prior); peers have none;
   * `fold-in`: topicscale.evaluate.evaluate_topics on the topics carrying 99% of the model's weight
     (mean-field fold-in, alpha = 1/K', topics fixed): LDA's common protocol, the same for every tool;
+  * `Gibbs fold-in`: the same topics by `eval --fold-in gibbs` (collapsed Gibbs sampling of the
+    observed half: the posterior predictive the mean-field fold-in approximates);
   * effective topics: how many of the heaviest topics hold 99% of the tokens (lambda - eta; peers:
     their topic counts) and 99% of the stick weight E[sigma_k(V)] (gensim: hdp_to_lda's weights).
 Times: train s (the run's train_seconds), documents a second (documents / train s) and the process
@@ -156,6 +158,7 @@ def worker_score(spec):
             beta, own = beta[shown], None
         beta = beta / beta.sum(axis=1, keepdims=True)
         out[name] = {"foldin_per_word_ll": evaluate_topics(beta, held)["per_word_ll"], "own_per_word_ll": own,
+                     "gibbs_per_word_ll": evaluate_topics(beta, held, fold_in="gibbs")["per_word_ll"],
                      "effective_tokens_99": carrying(np.maximum(tokens, 0), MASS),
                      "effective_weight_99": carrying(weights, MASS), "exported_topics": int(len(shown))}
     return out
@@ -291,13 +294,14 @@ def render(r):
         for budget in s["budgets"]:
             rows = [x for x in r["runs"] if x["corpus"] == name and x["budget"] == budget]
             L += [f"### {num(budget)} s of training", "",
-                  "| model | setting | own LL | fold-in LL | topics for 99% tokens / 99% weight | train s | "
-                  "docs / s | process CPU s (wall) | load |", "|---|---|---:|---:|---|---:|---:|---|---:|"]
+                  "| model | setting | own LL | fold-in LL | Gibbs fold-in LL | topics for 99% tokens / 99% weight "
+                  "| train s | docs / s | process CPU s (wall) | load |", "|---|---|---:|---:|---:|---|---:|---:|---|---:|"]
             for x in rows:
                 what = {"lda": "LDA", "hdp": variant_name(x["label"]),
                         "gensim": "gensim HdpModel", "tomotopy": "tomotopy HDPModel"}[x["model"]]
                 setting = x["label"] + (f" ({x['local']})" if x.get("local") and x["model"] == "lda" else "")
                 L.append(f"| {what} | {setting} | {fmt(x['own_per_word_ll'])} | {fmt(x['foldin_per_word_ll'])} | "
+                         f"{fmt(x['gibbs_per_word_ll'])} | "
                          f"{x['effective_tokens_99']} / {x['effective_weight_99']} | {x['train_seconds']:.1f} | "
                          f"{x['docs_per_second']:,.0f} | {x['process_cpu_seconds']:.1f} ({x['process_wall_seconds']:.1f}) "
                          f"| {x['loadavg_before']:.1f} |")
@@ -306,6 +310,8 @@ def render(r):
           "and prior on half of each held-out document's distinct words, the other half scored; per token.",
           "* **fold-in LL**: `evaluate_topics` on the topics carrying 99% of the weight (LDA: all), mean-field "
           "fold-in with alpha = 1/K' and the topics fixed: LDA's common protocol, the same for every tool.",
+          "* **Gibbs fold-in LL**: the same topics and alpha by `eval --fold-in gibbs`, collapsed Gibbs sampling "
+          "of the observed half: the posterior predictive the mean-field fold-in approximates.",
           "* **topics for 99%**: the heaviest topics holding 99% of the tokens (lambda - eta; tomotopy: its "
           "counts; gensim: its lambda sums) / of the stick weight E[sigma_k(V)] (gensim: hdp_to_lda; LDA: tokens).",
           "* **docs / s**: documents processed per second of training; **process CPU s**: the whole process.", ""]
@@ -375,23 +381,26 @@ def verdict(rows, s):
         return ""
 
     def best(pool):
-        return (max(pool, key=lambda x: x["foldin_per_word_ll"]), max(pool, key=lambda x: x["own_per_word_ll"]))
+        return tuple(max(pool, key=lambda x: x[key]) for key in ("foldin_per_word_ll", "own_per_word_ll",
+                                                                 "gibbs_per_word_ll"))
 
-    best_fold, best_own = best([x for x in lda if not x["label"].endswith(OWN_STOP)
-                                or x["train_seconds"] <= 1.05 * x["budget"]])
+    best_fold, best_own, best_gibbs = best([x for x in lda if not x["label"].endswith(OWN_STOP)
+                                            or x["train_seconds"] <= 1.05 * x["budget"]])
     same_k = next((x for x in lda if x["label"] == f"K={s['hdp_topics']}"), None)
     out = [f"Best LDA: fold-in {best_fold['foldin_per_word_ll']:.4f} ({best_fold['label']}), own "
-           f"{best_own['own_per_word_ll']:.4f} ({best_own['label']})."]
+           f"{best_own['own_per_word_ll']:.4f} ({best_own['label']}), Gibbs fold-in "
+           f"{best_gibbs['gibbs_per_word_ll']:.4f} ({best_gibbs['label']})."]
     for x in rows:
         if x["model"] == "lda":
             continue
-        fold, own = best_fold, best_own
+        fold, own, gibbs = best_fold, best_own, best_gibbs
         text = variant_name(x["label"]) if x["model"] == "hdp" else x["model"]
         if x["label"].endswith(OWN_STOP):
-            fold, own = best([y for y in lda if y["train_seconds"] <= 1.05 * x["train_seconds"]])
+            fold, own, gibbs = best([y for y in lda if y["train_seconds"] <= 1.05 * x["train_seconds"]])
             text += (f" ({x['train_seconds']:.0f} s; the best LDA within that: {fold['label']} by fold-in, "
-                     f"{own['label']} by own)")
-        text += f": fold-in {x['foldin_per_word_ll'] - fold['foldin_per_word_ll']:+.4f}"
+                     f"{own['label']} by own, {gibbs['label']} by Gibbs fold-in)")
+        text += (f": fold-in {x['foldin_per_word_ll'] - fold['foldin_per_word_ll']:+.4f}, Gibbs fold-in "
+                 f"{x['gibbs_per_word_ll'] - gibbs['gibbs_per_word_ll']:+.4f}")
         if x["own_per_word_ll"] is not None:
             text += f", own {x['own_per_word_ll'] - own['own_per_word_ll']:+.4f}"
         if same_k and x["model"] == "hdp" and x["docs_per_second"] and not x["label"].endswith(OWN_STOP):

@@ -105,13 +105,14 @@ def test_common_score_does_not_depend_on_the_recorded_local_step(planted, fits):
 
 
 @pytest.mark.parametrize("kind", ["hdp", "ctm"])
-def test_hdp_and_ctm_keep_their_own_predictive_under_both_choices(planted, tmp_path, kind):
+def test_hdp_and_ctm_keep_their_own_predictive_under_every_choice(planted, tmp_path, kind):
     _, train, heldout = planted
     run("fit", train.path, "--model", kind, "-k", "6", "--max-docs", "400", "--batch-size", "100", "-q",
         "-o", tmp_path / kind)
     common = eval_json(tmp_path / kind, heldout.path)
     own = eval_json(tmp_path / kind, heldout.path, "--fold-in", "own")
-    assert common == own and common["protocol"] == "own"
+    gibbs = eval_json(tmp_path / kind, heldout.path, "--fold-in", "gibbs")
+    assert common == own == gibbs and common["protocol"] == "own"
     model = load_model(tmp_path / kind)
     assert common["per_word_ll"] == evaluate_model(model, heldout, fold_in="own")["per_word_ll"]
     lines = run("eval", tmp_path / kind, heldout.path).output.splitlines()

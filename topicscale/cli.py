@@ -414,14 +414,16 @@ fit.help = _fit_help()
                    "[default: gensim's 10 (c_v: 110) when CORPUS keeps order, else 0]. u_mass "
                    "always counts documents.")
 @click.option("--seed", type=int, help="Seed of the observed / held-out word split [default: 0].")
-@click.option("--fold-in", "fold_in", type=click.Choice(["common", "own"]),
+@click.option("--fold-in", "fold_in", type=click.Choice(["common", "gibbs", "own"]),
               help="LDA models: common = mean-field fold-in on E[beta] with alpha = 1/K, the same for "
                    "every LDA model however it was trained (and evaluate_topics, the benchmarks' "
-                   "protocol); own = the model's own local step and prior. HDP and CTM models are "
+                   "protocol); gibbs = the same by collapsed Gibbs sampling, the posterior predictive "
+                   "that mean-field approximates (slower; mean-field favours blurred topics on short "
+                   "documents); own = the model's own local step and prior. HDP and CTM models are "
                    "scored by their own predictive either way. [default: common]")
 @click.option("--threads", type=int, help="Threads [default: all cores; a dask worker 1].")
 @_cluster_options
-@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, repeated_topics, absent_words}.")
+@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common, gibbs or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, repeated_topics, absent_words}.")
 def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, scheduler, workers, as_json):
     """Per-word predictive log likelihood of HELDOUT by document completion (SVI paper, sec. 4),
     or with --coherence how readable the topics are.

@@ -22,6 +22,7 @@ ASIDE_SHARE = 20          # at most one document in ASIDE_SHARE held aside
 ASIDE_MIN = 100
 WARM_DOCS = 8             # scored before the clock starts, to load the scoring's kernels
 BY_EXPORTED_TOPICS = ("hdp",)     # models whose passes are scored by evaluate_exported
+SWEEPS_BURN_IN = 20       # passes of the CVB0 document completion that scores LDA's polish
 
 
 class RowSample:
@@ -95,6 +96,29 @@ class PassScorer:
         evaluate = evaluate_exported if self.by_exported else evaluate_model
         return evaluate(model, documents, executor=self.executor)
 
+    def sweeps_score(self, model):
+        """`--polish auto`'s score of LDA topics before and after the sweeps: CVB0 document
+        completion of the same documents, SWEEPS_BURN_IN passes a document, under the model's
+        prior. The mean-field fold-in with alpha = 1/K puts a short document on one or two topics
+        and so scores the sweeps' sharp topics below the passes' blurred ones where a collapsed
+        Gibbs fold-in (the posterior predictive it approximates) scores them alike or higher; this
+        fold-in does not. An HDP's sweeps are scored as its passes are (its exported topics lose
+        with the sweeps by the Gibbs fold-in too)."""
+        if self.by_exported:
+            return self(model)
+        from .evaluate import document_completion
+        from .inference.local_steps.cvb0 import CVB0
+        topics = model.expected_beta()
+        return document_completion(self.documents, topics, topics, model.local_prior(),
+                                   local=CVB0(burn_in=SWEEPS_BURN_IN), executor=self.executor)["per_word_ll"]
+
+    @property
+    def sweeps_scored_on(self):
+        """What sweeps_score scores, in words."""
+        if self.by_exported:
+            return self.scored_on
+        return f"{self.scored_on} (CVB0 fold-in, {SWEEPS_BURN_IN} passes a document)"
+
     def heldout_result(self, model):
         """evaluate_model(model, heldout)'s result when the last score was that, for this model
         (no step since), else None: the run's final held-out evaluation need not repeat it."""
@@ -107,10 +131,16 @@ class PassScorer:
         """The model changed without a step (fit --polish): the last score is not its."""
         self.last = None
 
-    def warm_up(self, model):
-        """Load the scoring's kernels by scoring a few documents (one might be too short to split);
-        reads the model only."""
+    def warm_up(self, model, sweeps=False):
+        """Load the scoring's kernels (`sweeps`: also sweeps_score's) by scoring a few documents
+        (one might be too short to split); reads the model only."""
         self._evaluate(model, self.few)
+        if sweeps and not self.by_exported:
+            documents, self.documents = self.documents, self.few
+            try:
+                self.sweeps_score(model)
+            finally:
+                self.documents = documents
 
 
 def stopped_converging(scores, min_gain=MIN_GAIN):

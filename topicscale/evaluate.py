@@ -6,10 +6,16 @@ half is scored under the predictive distribution p(w_new | w_obs) ~ sum_k E[thet
 The score is the total log probability of the held-out tokens divided by their number
 (per-word predictive log likelihood).
 
-Two fold-ins (`evaluate_model(fold_in=...)`):
+Three fold-ins (`evaluate_model(fold_in=...)`):
 - "common" (the default for LDA models, and `evaluate_topics` for any K x V matrix): the
   mean-field local step (max_iter 100, tol 1e-3, double precision) on E[beta] with alpha = 1/K,
   whatever the model was trained with, so that scores of different fits compare;
+- "gibbs": as common, but the proportions are the posterior mean that collapsed Gibbs sampling
+  of the observed half's topic assignments gives (GIBBS_SWEEPS sweeps a document, the first
+  GIBBS_BURN_IN discarded): the posterior predictive itself, up to Monte Carlo error, which the
+  mean-field step approximates. Mean-field's exp(E[log theta]) with alpha = 1/K puts a short
+  document on one or two topics, which favours blurred topics that each cover many words over
+  sharp ones; Gibbs does not;
 - "own": the model's own local step (the one it was trained with) and prior. HDP and CTM models
   are always scored by their own predictive.
 
@@ -22,10 +28,12 @@ import numpy as np
 
 from . import registry
 from .errors import InputError, TopicscaleError
+from .inference.local_steps.gibbs import Gibbs
 from .inference.local_steps.meanfield import MeanField
 from .kernels.meanfield import completion_log_likelihood
 
-FOLD_INS = ("common", "own")
+FOLD_INS = ("common", "gibbs", "own")
+GIBBS_SWEEPS, GIBBS_BURN_IN = 200, 50
 # model kinds scored by the common fold-in when asked; the others (HDP, CTM) by their own predictive
 COMMON_KINDS = ("lda",)
 ROW_SUM_TOLERANCE = 1e-4        # |sum_w beta_kw - 1| accepted by evaluate_topics
@@ -172,7 +180,8 @@ def evaluate_model(model, heldout, fold_in="common", seed=0, local=None, executo
 
     fold_in="common" (the default): an LDA model is scored by the common protocol, mean-field
     fold-in (max_iter 100, tol 1e-3, double) on E[beta] with alpha = 1/K, which is exactly
-    evaluate_topics of its E[beta]. fold_in="own": its own local step (`local`, by default the
+    evaluate_topics of its E[beta]; fold_in="gibbs" likewise by collapsed Gibbs sampling (module
+    docstring). fold_in="own": its own local step (`local`, by default the
     one it was trained with) and prior on its E-step topics, scored with E[beta]. HDP and CTM
     models are scored by their own predictive under either choice (protocol "own"). executor:
     where the blocks are scored (document_completion).
@@ -180,11 +189,11 @@ def evaluate_model(model, heldout, fold_in="common", seed=0, local=None, executo
     if fold_in not in FOLD_INS:
         raise ValueError(f"fold_in must be one of {FOLD_INS}, not {fold_in!r}")
     check_vocabulary(model.vocab, heldout)
-    if fold_in == "common" and model.kind in COMMON_KINDS:
+    if fold_in != "own" and model.kind in COMMON_KINDS:
         if local is not None:
-            raise ValueError("local= is the local step of fold_in='own'; the common fold-in is mean-field")
-        return dict(evaluate_topics(model.expected_beta().T, heldout, seed=seed, executor=executor),
-                    protocol="common")
+            raise ValueError(f"local= is the local step of fold_in='own', not of {fold_in!r}")
+        return dict(evaluate_topics(model.expected_beta().T, heldout, seed=seed, executor=executor,
+                                    fold_in=fold_in), protocol=fold_in)
     local = local or registry.local_step_for(model)
     result = document_completion(heldout, registry.local_topics(local, model), model.expected_beta(),
                                  model.local_prior(), local=local, seed=seed, executor=executor)
@@ -205,6 +214,9 @@ def describe_protocol(model, protocol):
         return f"own predictive of the {model.kind} model"
     if protocol == "common":
         return "common (mean-field fold-in on E[beta], alpha = 1/K)"
+    if protocol == "gibbs":
+        return (f"gibbs (collapsed Gibbs fold-in on E[beta], alpha = 1/K, {GIBBS_SWEEPS} sweeps, "
+                f"the first {GIBBS_BURN_IN} discarded)")
     return f"own (the model's local step {registry.local_step_for(model).name} and its prior)"
 
 
@@ -233,11 +245,12 @@ def check_topic_matrix(beta, n_words):
 
 
 def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3, accelerate=False,
-                    executor=None):
+                    executor=None, fold_in="common"):
     """Fold-in score of any K x V row-stochastic topic matrix (e.g. another tool's topics):
-    the mean-field local step with beta as a point estimate, alpha = 1/K unless given (one value
-    or K). The common protocol of evaluate_model. Refuses (EvaluationError) a matrix that is not
-    K x V (V: the held-out vocabulary), finite, non-negative and row-stochastic."""
+    the mean-field local step (fold_in="gibbs": collapsed Gibbs sampling, module docstring) with
+    beta as a point estimate, alpha = 1/K unless given (one value or K). The common protocol of
+    evaluate_model. Refuses (EvaluationError) a matrix that is not K x V (V: the held-out
+    vocabulary), finite, non-negative and row-stochastic."""
     beta = np.asarray(beta, dtype=np.float64)
     check_topic_matrix(beta, heldout.n_words)
     K = beta.shape[0]
@@ -247,5 +260,6 @@ def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3, a
         alpha = np.full(K, float(alpha))
     if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
         raise EvaluationError(f"alpha must be positive and finite, not {alpha}")
-    return document_completion(heldout, beta, beta, alpha, MeanField(max_iter, tol, accelerate), seed=seed,
-                               executor=executor)
+    local = (Gibbs(GIBBS_SWEEPS, GIBBS_BURN_IN, seed=seed) if fold_in == "gibbs"
+             else MeanField(max_iter, tol, accelerate))
+    return document_completion(heldout, beta, beta, alpha, local, seed=seed, executor=executor)

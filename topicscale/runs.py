@@ -263,7 +263,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         if aside is not None:
             summary["held_aside"] = int(aside.shape[0])
         if "kept" in summary.get("polish", {}):
-            summary["polish"]["scored_on"] = score_pass.scored_on
+            summary["polish"]["scored_on"] = score_pass.sweeps_scored_on
         if not finished:                        # stopped by a signal: partial model + checkpoint
             checkpoint(state)
             model.settings["partial"] = True

@@ -108,7 +108,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
         elif hasattr(algorithm, "warm_up"):
             algorithm.warm_up()
         if limits.min_gain or getattr(polish, "auto", False):
-            score_pass.warm_up(model)
+            score_pass.warm_up(model, sweeps=getattr(polish, "auto", False))
         if polish:
             polish.warm_up(model)
         kernel_load_seconds = time.perf_counter() - t_load
@@ -163,7 +163,8 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
         polished = None
         if finished and polish:
             left = limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
-            polished = (polish(model, stop_requested, left, progress, record, score_pass) if left > 0
+            polished = (polish(model, stop_requested, left, progress, record,
+                               score_pass and score_pass.sweeps_score) if left > 0
                         else {"sweeps": 0, "seconds": 0.0})
             if polished is None:
                 finished = False
