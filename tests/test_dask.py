@@ -143,9 +143,11 @@ def test_both_workers_run_estep_tasks_of_one_minibatch_and_the_client_none(corpu
 def test_eval_and_infer_on_the_cluster_give_the_same_numbers(corpus, cluster, tmp_path):
     train, heldout = corpus
     run("fit", train, *FIT, "-o", tmp_path / "m")
-    here = json.loads(run("eval", tmp_path / "m", heldout, "--json").stdout)
-    there = json.loads(run("eval", tmp_path / "m", heldout, "--json", "--scheduler", cluster[0]).stdout)
-    assert here == there and here["documents"] == 60
+    for fold_in in ("common", "gibbs"):
+        here = json.loads(run("eval", tmp_path / "m", heldout, "--fold-in", fold_in, "--json").stdout)
+        there = json.loads(run("eval", tmp_path / "m", heldout, "--fold-in", fold_in, "--json",
+                               "--scheduler", cluster[0]).stdout)
+        assert here == there and here["documents"] == 60 and here["protocol"] == fold_in
     run("infer", tmp_path / "m", heldout, "-o", tmp_path / "here.npy")
     run("infer", tmp_path / "m", heldout, "-o", tmp_path / "there.npy", "--scheduler", cluster[0])
     assert np.array_equal(np.load(tmp_path / "here.npy"), np.load(tmp_path / "there.npy"))

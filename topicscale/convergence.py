@@ -104,12 +104,13 @@ class PassScorer:
         Gibbs fold-in (the posterior predictive it approximates) scores them alike or higher; this
         fold-in does not. An HDP's sweeps are scored as its passes are (its exported topics lose
         with the sweeps by the Gibbs fold-in too)."""
-        if self.by_exported:
-            return self(model)
+        return self(model) if self.by_exported else self._cvb0_completion(model, self.documents)
+
+    def _cvb0_completion(self, model, documents):
         from .evaluate import document_completion
         from .inference.local_steps.cvb0 import CVB0
         topics = model.expected_beta()
-        return document_completion(self.documents, topics, topics, model.local_prior(),
+        return document_completion(documents, topics, topics, model.local_prior(),
                                    local=CVB0(burn_in=SWEEPS_BURN_IN), executor=self.executor)["per_word_ll"]
 
     @property
@@ -136,11 +137,7 @@ class PassScorer:
         (one might be too short to split); reads the model only."""
         self._evaluate(model, self.few)
         if sweeps and not self.by_exported:
-            documents, self.documents = self.documents, self.few
-            try:
-                self.sweeps_score(model)
-            finally:
-                self.documents = documents
+            self._cvb0_completion(model, self.few)
 
 
 def stopped_converging(scores, min_gain=MIN_GAIN):

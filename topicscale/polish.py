@@ -10,14 +10,14 @@ scratch ((1 + LANES) x V x K float32). The corpus is read block by block (kept i
 responsibilities in memory).
 
 `--polish auto` (the default when fit trains until the model stops improving) scores the topics
-on the documents that decided when the passes stopped (convergence.PassScorer.sweeps_score: LDA's
-by a CVB0 fold-in that ranks sharp and blurred topics as a Gibbs fold-in does, an HDP's by the
-common fold-in of its exported topics, as its passes) before the sweeps and every CHECK_SWEEPS
-sweeps, stops when the checks gain under MIN_GAIN nats a word a sweep (Checks), and keeps the
-best topics it scored, the passes' own when no check beat them (as on documents of a dozen
-words, where the sweeps fit the training documents at the held-out words' expense); the sweeps
-are skipped when their numbers would not fit in memory (auto_fits: a corpus that big is what the
-streamed passes are for).
+before the sweeps and every CHECK_SWEEPS sweeps on the documents that decided when the passes
+stopped (convergence.PassScorer.sweeps_score: LDA's by a CVB0 fold-in, which unlike the
+mean-field one does not rank blurred topics above sharp ones on short documents; an HDP's by the
+common fold-in of its exported topics, as its passes), stops when the checks gain under MIN_GAIN
+nats a word a sweep (Checks), and keeps the best topics it scored, the passes' own when no check
+beat them (as on documents of a dozen words, where the sweeps fit the training documents at the
+held-out words' expense); the sweeps are skipped when their numbers would not fit in memory
+(auto_fits: a corpus that big is what the streamed passes are for).
 """
 import os
 import time
