@@ -68,3 +68,16 @@ def test_eval_fold_in_gibbs_is_repeatable_by_its_seed_and_named(small, tmp_path)
     assert scores[2]["per_word_ll"] != scores[0]["per_word_ll"] and math.isfinite(scores[2]["per_word_ll"])
     text = run("eval", folder, corpus.path, "--fold-in", "gibbs").output
     assert text.startswith("protocol: gibbs (collapsed Gibbs fold-in on E[beta], alpha = 1/K")
+
+
+def test_the_samplers_seed_not_only_the_split_changes_the_gibbs_score(small):
+    from topicscale.evaluate import GIBBS_BURN_IN, GIBBS_SWEEPS, document_completion
+    from topicscale.inference.local_steps.gibbs import Gibbs
+    beta, corpus = small
+    topics, alpha = np.ascontiguousarray(beta.T), np.full(3, 1 / 3)
+    score = lambda sampler_seed: document_completion(corpus, topics, topics, alpha, seed=0, local=Gibbs(
+        GIBBS_SWEEPS, GIBBS_BURN_IN, seed=sampler_seed))["per_word_ll"]
+    assert score(0) == evaluate_topics(beta, corpus, fold_in="gibbs")["per_word_ll"] == score(0)
+    assert score(1) != score(0)
+    with pytest.raises(ValueError, match="not 'own'"):
+        evaluate_topics(beta, corpus, fold_in="own")

@@ -420,7 +420,7 @@ fit.help = _fit_help()
                    "protocol); gibbs = the same by collapsed Gibbs sampling, the posterior predictive "
                    "that mean-field approximates (slower; mean-field favours blurred topics on short "
                    "documents); own = the model's own local step and prior. HDP and CTM models are "
-                   "scored by their own predictive either way. [default: common]")
+                   "scored by their own predictive under any choice. [default: common]")
 @click.option("--threads", type=int, help="Threads [default: all cores; a dask worker 1].")
 @_cluster_options
 @click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common, gibbs or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, repeated_topics, absent_words}.")

@@ -101,8 +101,8 @@ class PassScorer:
         completion of the same documents, SWEEPS_BURN_IN passes a document, under the model's
         prior. The mean-field fold-in with alpha = 1/K puts a short document on one or two topics
         and so scores the sweeps' sharp topics below the passes' blurred ones where a collapsed
-        Gibbs fold-in (the posterior predictive it approximates) scores them alike or higher; this
-        fold-in does not. An HDP's sweeps are scored as its passes are (its exported topics lose
+        Gibbs fold-in (the posterior predictive it approximates) scores them alike or higher; the
+        CVB0 fold-in does not. An HDP's sweeps are scored as its passes are (its exported topics lose
         with the sweeps by the Gibbs fold-in too)."""
         return self(model) if self.by_exported else self._cvb0_completion(model, self.documents)
 

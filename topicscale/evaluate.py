@@ -183,7 +183,7 @@ def evaluate_model(model, heldout, fold_in="common", seed=0, local=None, executo
     evaluate_topics of its E[beta]; fold_in="gibbs" likewise by collapsed Gibbs sampling (module
     docstring). fold_in="own": its own local step (`local`, by default the
     one it was trained with) and prior on its E-step topics, scored with E[beta]. HDP and CTM
-    models are scored by their own predictive under either choice (protocol "own"). executor:
+    models are scored by their own predictive under any choice (protocol "own"). executor:
     where the blocks are scored (document_completion).
     """
     if fold_in not in FOLD_INS:
@@ -251,6 +251,8 @@ def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3, a
     beta as a point estimate, alpha = 1/K unless given (one value or K). The common protocol of
     evaluate_model. Refuses (EvaluationError) a matrix that is not K x V (V: the held-out
     vocabulary), finite, non-negative and row-stochastic."""
+    if fold_in not in ("common", "gibbs"):
+        raise ValueError(f"evaluate_topics fits by the common or the gibbs fold-in, not {fold_in!r}")
     beta = np.asarray(beta, dtype=np.float64)
     check_topic_matrix(beta, heldout.n_words)
     K = beta.shape[0]

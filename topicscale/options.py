@@ -105,7 +105,8 @@ PART_OPTIONS = (
            "Sweeps of over-relaxed batch collapsed variational Bayes (CVB0) over the whole corpus after "
            "the streamed passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word "
            "of each document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none; "
-           "auto: scored like the passes every 5 sweeps, keeping the best-scoring topics (the passes' own "
+           "auto: scored every 5 sweeps on the documents the passes were scored on (LDA: by a CVB0 fold-in "
+           "under its alpha; HDP: as its passes), keeping the best-scoring topics (the passes' own "
            "when none beats them); stops when two checks in a row gain under 0.002 nats a word a sweep "
            "over the best (at most 100); none when its numbers would exceed 4 GiB or half the memory "
            "available.",

@@ -11,9 +11,10 @@ responsibilities in memory).
 
 `--polish auto` (the default when fit trains until the model stops improving) scores the topics
 before the sweeps and every CHECK_SWEEPS sweeps on the documents that decided when the passes
-stopped (convergence.PassScorer.sweeps_score: LDA's by a CVB0 fold-in, which unlike the
-mean-field one does not rank blurred topics above sharp ones on short documents; an HDP's by the
-common fold-in of its exported topics, as its passes), stops when the checks gain under MIN_GAIN
+stopped (convergence.PassScorer.sweeps_score: LDA's by a CVB0 fold-in, because the mean-field
+one scores the sweeps' sharp topics below the passes' blurred ones on short documents where a
+collapsed Gibbs fold-in scores them alike or higher; an HDP's by the common fold-in of its
+exported topics, as its passes), stops when the checks gain under MIN_GAIN
 nats a word a sweep (Checks), and keeps the best topics it scored, the passes' own when no check
 beat them (as on documents of a dozen words, where the sweeps fit the training documents at the
 held-out words' expense); the sweeps are skipped when their numbers would not fit in memory
