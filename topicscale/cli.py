@@ -413,7 +413,7 @@ fit.help = _fit_help()
                    "this many tokens (CORPUS prepared with --keep-order), or 0: in whole documents "
                    "[default: gensim's 10 (c_v: 110) when CORPUS keeps order, else 0]. u_mass "
                    "always counts documents.")
-@click.option("--seed", type=int, help="Seed of the observed / held-out word split [default: 0].")
+@click.option("--seed", type=int, help="Seed of the observed / held-out word split (and of the sampler of --fold-in gibbs) [default: 0].")
 @click.option("--fold-in", "fold_in", type=click.Choice(["common", "gibbs", "own"]),
               help="LDA models: common = mean-field fold-in on E[beta] with alpha = 1/K, the same for "
                    "every LDA model however it was trained (and evaluate_topics, the benchmarks' "
