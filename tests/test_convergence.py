@@ -114,7 +114,7 @@ def test_an_hdp_is_scored_by_the_common_fold_in_of_its_exported_topics(planted, 
     from topicscale.evaluate import evaluate_exported
     _, corpus, heldout = planted
     out = json.loads(run("fit", corpus.path, "--model", "hdp", "-k", 20, "--batch-size", 300, "--heldout",
-                         heldout.path, "--polish", 0, "-o", tmp_path / "m", "--json", "-q").stdout)
+                         heldout.path, "--polish", 0, "--no-merge", "-o", tmp_path / "m", "--json", "-q").stdout)
     assert out["scored_on"] == "the held-out corpus (the common fold-in of the exported topics)"
     saved = load_model(tmp_path / "m")
     assert out["pass_scores"][-1] == evaluate_exported(saved, heldout)["per_word_ll"]

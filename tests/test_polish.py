@@ -176,8 +176,8 @@ def test_an_hdp_fit_polishes_by_default_checked_by_the_common_fold_in_of_its_exp
     from topicscale import convergence
     from topicscale.evaluate import evaluate_exported, evaluate_model
     _, corpus = planted
-    out = json.loads(run("fit", corpus.path, "--model", "hdp", "-k", "16", "--batch-size", "300", "--json", "-q",
-                         "-o", tmp_path / "m").stdout)
+    out = json.loads(run("fit", corpus.path, "--model", "hdp", "-k", "16", "--batch-size", "300", "--no-merge",
+                         "--json", "-q", "-o", tmp_path / "m").stdout)
     p = out["polish"]
     assert p["scored_on"] == "1000 training documents (the common fold-in of the exported topics)"
     assert len(p["scores"]) >= 2 and p["scores"][0] == out["pass_scores"][-1]

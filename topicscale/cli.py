@@ -342,6 +342,10 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
         lines.append(_convergence_line(summary))
     if summary.get("polish"):
         lines.append(_polish_line(summary["polish"]))
+    if summary.get("merge", {}).get("merged"):
+        m = summary["merge"]
+        lines.append(f"then merged {m['merged']} topics into topics they repeated in {m['seconds']:.2f} s "
+                     f"(counted above): {m['scores'][1]:.4f} on {m['scored_on']} against {m['scores'][0]:.4f}")
     if summary.get("repeated_topics"):
         lines.append(_repeats_line(summary["repeated_topics"]))
     if summary.get("heldout"):

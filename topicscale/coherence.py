@@ -112,10 +112,10 @@ def model_diversity(model, n=DIVERSITY_WORDS):
     return topic_diversity(model.lam, shown_topics(model), n)
 
 
-def repeated_topics(lam, topics, n=REPEAT_WORDS):
-    """How many of `topics` share more than half of their top n words (at most V) with another
-    of them: the shared counts of all pairs are one sparse product of the topics' top-word
-    indicator rows."""
+def repeated_pairs(lam, topics, n=REPEAT_WORDS):
+    """The pairs of `topics` that share more than half of their top n words (at most V): rows
+    (shared, a, b) with a < b indices into lam's columns, most shared first. The shared counts of
+    all pairs are one sparse product of the topics' top-word indicator rows."""
     from scipy import sparse
     topics = np.asarray(topics, dtype=np.int64)
     n = min(n, lam.shape[0])
@@ -124,8 +124,15 @@ def repeated_topics(lam, topics, n=REPEAT_WORDS):
     indicator = sparse.csr_matrix((np.ones(top.size, dtype=np.int32), (np.repeat(np.arange(T), n), top.T.ravel())),
                                   shape=(T, lam.shape[0]))
     shared = (indicator @ indicator.T).tocoo()
-    repeats = (shared.row != shared.col) & (2 * shared.data > n)
-    return int(np.unique(shared.row[repeats]).size)
+    keep = (shared.row < shared.col) & (2 * shared.data > n)
+    a, b = topics[shared.row[keep]], topics[shared.col[keep]]
+    rows = np.stack([shared.data[keep], np.minimum(a, b), np.maximum(a, b)], axis=1).astype(np.int64)
+    return rows[np.lexsort((rows[:, 2], rows[:, 1], -rows[:, 0]))]
+
+
+def repeated_topics(lam, topics, n=REPEAT_WORDS):
+    """How many of `topics` share more than half of their top n words with another of them."""
+    return int(np.unique(repeated_pairs(lam, topics, n)[:, 1:]).size)
 
 
 def model_repeats(model, n=REPEAT_WORDS):

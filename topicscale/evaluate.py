@@ -119,23 +119,36 @@ def check_shapes(heldout, estep_topics, score_topics, prior):
             raise EvaluationError(f"the prior's {name} has {length} values, but there are K = {K} topics")
 
 
-def completion_block(block, local, estep_rows, score_rows, prior, seed):
-    """Document completion of one CSR block (Rows) whose topics are given as rows of its distinct
-    words (ascending: estep_rows for the local step, score_rows for the predictive): (sum of the
-    held-out tokens' log likelihood, the same with the paper's plug-in or None, held-out tokens,
-    documents scored). The split hashes the global word ids; the kernels read the rows."""
+def completion_split(block, seed):
+    """A CSR block (Rows) made ready for document completion: (its distinct words, ascending;
+    the observed and held-out halves as CSR triples whose indices point into those words). The
+    split hashes the global word ids."""
     words = np.unique(block.indices)
     (optr, oind, ocnt), (hptr, hind, hcnt) = split_block(block, seed)
-    oind = np.searchsorted(words, oind).astype(np.int32)
-    hind = np.searchsorted(words, hind).astype(np.int32)
+    return (words, (optr, np.searchsorted(words, oind).astype(np.int32), ocnt),
+            (hptr, np.searchsorted(words, hind).astype(np.int32), hcnt))
+
+
+def completion_scores(split, local, estep_rows, score_rows, prior):
+    """Document completion of a completion_split block whose topics are given as rows of its
+    words (estep_rows for the local step, score_rows for the predictive): (sum of the held-out
+    tokens' log likelihood, the same with the paper's plug-in or None, held-out tokens,
+    documents scored)."""
+    _, (optr, oind, ocnt), (hptr, hind, hcnt) = split
     result = local.fit(optr, oind, ocnt, estep_rows, prior)
-    ll = np.empty(block.n_docs)
+    ll = np.empty(optr.shape[0] - 1)
     completion_log_likelihood(hptr, hind, hcnt, np.ascontiguousarray(result.theta), score_rows, ll)
     total, paper = math.fsum(ll), None
     if hasattr(result, "theta_paper"):         # CTM: the paper's plug-in softmax(E[theta]) as well
         completion_log_likelihood(hptr, hind, hcnt, np.ascontiguousarray(result.theta_paper), score_rows, ll)
         paper = math.fsum(ll)
     return total, paper, float(hcnt.sum()), int(np.count_nonzero(np.diff(hptr)))
+
+
+def completion_block(block, local, estep_rows, score_rows, prior, seed):
+    """completion_scores of one CSR block (Rows) whose topics are given as rows of its distinct
+    words (ascending)."""
+    return completion_scores(completion_split(block, seed), local, estep_rows, score_rows, prior)
 
 
 def document_completion(heldout, estep_topics, score_topics, prior, local=None, seed=0,

@@ -112,6 +112,11 @@ PART_OPTIONS = (
            "available.",
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
            "--time-limit or --init), else 0"),
+    Option("merge", ("--merge/--no-merge",), None,
+           "After the passes and the polish, merge topics that repeat each other (share more than half "
+           "of their top 10 words) while the documents the passes were scored on (held aside, or "
+           "--heldout) score them at least as high: fewer topics carry the weight, none listed twice.",
+           default_text="on when fit trains until the model stops improving (and no --init), else off"),
 )
 RUN_OPTIONS = (
     Option("batch_size", ("--batch-size",), click.IntRange(1), "Documents per minibatch S.", 500,

@@ -39,7 +39,7 @@ class Cell:
 
 MODELS = {
     "lda": Part("topicscale.models.lda:LDAModel", ("n_topics", "alpha", "eta", "start", "polish")),
-    "hdp": Part("topicscale.models.hdp:HDPModel", ("n_topics", "alpha", "eta", "omega", "polish")),
+    "hdp": Part("topicscale.models.hdp:HDPModel", ("n_topics", "alpha", "eta", "omega", "polish", "merge")),
     "ctm": Part("topicscale.models.ctm:CTMModel", ("n_topics", "eta")),
 }
 # the folders of the two kinds of step (one file a step; topicscale/inference/)

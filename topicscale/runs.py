@@ -23,6 +23,7 @@ from .corpus.shards import Corpus, open_corpus
 from .corpus.subset import CorpusWithout
 from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
+from .merge import Merge
 from .models import load_model, store
 from .polish import AUTO, Polish, outcome as polish_outcome
 from .train import RunLimits, RunState, planned_docs, train
@@ -116,6 +117,14 @@ def with_defaults(config):
     config["batch_size"] = sized["batch_size"]
     if "polish" in here and config["polish"] is None:
         config["polish"] = AUTO if run_limits(config).min_gain and not config["init_model"] else 0
+    if "merge" in here:
+        until_converged = bool(run_limits(config).min_gain)
+        if config["merge"] and not (until_converged or config.get("heldout")):
+            raise TopicscaleError("--merge scores the merged topics on documents held aside or held out: "
+                                  "give --heldout, or let fit train until the model stops improving "
+                                  "(no --passes, --max-docs or --time-limit)")
+        if config["merge"] is None:
+            config["merge"] = until_converged and not config["init_model"]
     return config
 
 
@@ -234,6 +243,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     score_pass = convergence.PassScorer(corpus, heldout, config["seed"], model.kind, executor=executor,
                                         aside=aside)
     polish = Polish(training, config["polish"], output) if config.get("polish") else None
+    merge = Merge(score_pass.documents, score_pass.scored_on) if config.get("merge") else None
     evaluate = (lambda m: score_pass.heldout_result(m)                 # eval's default protocol
                 or evaluate_model(m, heldout, executor=executor)) if heldout else None
     log = open(output / RUN_LOG, "a", encoding="utf-8")
@@ -253,7 +263,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary, finished = train(algo, training, limits, config["seed"], evaluate=evaluate,
                                       on_record=record, progress=progress, state=state,
                                       checkpoint=checkpoint, stop_requested=stop, score_pass=score_pass,
-                                      executor=executor, polish=polish)
+                                      executor=executor, polish=polish, merge=merge)
         summary.update(topics=model.n_topics, local=config["local"], threads=config["threads"],
                        step=model.step)
         if executor is not None:
@@ -277,6 +287,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         log.close()
         if summary.get("polish"):
             model.settings["polished"] = polish_outcome(summary["polish"])
+        if summary.get("merge"):
+            model.settings["merged"] = summary["merge"]["merged"]
         model.save(output)
         _finish_metrics(output, append=bool(config["init_model"])
                         and Path(config["init_model"]).resolve() == output.resolve())

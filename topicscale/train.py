@@ -58,7 +58,8 @@ def planned_docs(n_docs, limits):
 
 
 def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progress=True,
-          state=None, checkpoint=None, stop_requested=None, score_pass=None, executor=None, polish=None):
+          state=None, checkpoint=None, stop_requested=None, score_pass=None, executor=None, polish=None,
+          merge=None):
     """Run `algorithm` over minibatches of `corpus` until passes, max_docs or time_limit, or
     (limits.min_gain) until a pass improves score_pass(model) -> float by less than min_gain
     (convergence.PassScorer, whose warm_up(model) loads its kernels before the clock starts).
@@ -72,7 +73,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     distributed.Executor also warms its workers' kernels before the clock starts). polish: a
     polish.Polish run on the model once the passes are done, within what is left of time_limit,
     counted as training (`--polish auto` scores with score_pass); interrupted by a signal, it is
-    redone whole on --resume.
+    redone whole on --resume. merge: a merge.Merge run after the polish, likewise counted.
     Returns (summary dict, finished: bool).
     """
     state = state or RunState()
@@ -172,7 +173,14 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                 state.train_seconds += polished["seconds"]
                 if score_pass is not None:
                     score_pass.forget()
-        if finished and evaluate and (polished or state.last_eval is None or limits.eval_every == 0
+        merged = None
+        if finished and merge:
+            left = limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
+            merged = merge(model, left)
+            state.train_seconds += merged["seconds"]
+            if score_pass is not None:
+                score_pass.forget()
+        if finished and evaluate and (polished or merged or state.last_eval is None or limits.eval_every == 0
                                       or state.batches % limits.eval_every):
             run_eval()
     finally:
@@ -187,4 +195,6 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
         summary["pass_scores"] = list(s.pass_scores)
     if polished:
         summary["polish"] = polished
+    if merged:
+        summary["merge"] = merged
     return summary, finished

@@ -52,6 +52,17 @@ def stick_weights(a, b):
     return e_v * rest
 
 
+def sticks_for_weights(weights, a, b):
+    """Beta parameters (a', b') with the concentrations a + b of the sticks (a, b) whose
+    E[sigma_k(V)] are `weights` (K, positive, summing to one): v_k = w_k / (1 - sum_{l<k} w_l),
+    a'_k = v_k (a_k + b_k), b'_k = (1 - v_k)(a_k + b_k)."""
+    w = np.asarray(weights, dtype=np.float64)
+    left = 1.0 - np.concatenate([[0.0], np.cumsum(w[:-2])])
+    v = np.clip(w[:-1] / np.maximum(left, np.finfo(float).tiny), 0.0, 1.0)
+    total = np.asarray(a, dtype=np.float64) + np.asarray(b, dtype=np.float64)
+    return v * total, (1.0 - v) * total
+
+
 def stick_expectations(a, b):
     """(E[sigma_k(V)], E[log sigma_k(V)]) for k = 1..K of sticks v_k ~ Beta(a_k, b_k), v_K = 1.
 
