@@ -17,7 +17,8 @@ clock starts after every kernel is loaded):
     E[sigma(V)]), `cvb0` (the same with CVB0; `fit`'s default on short documents, as for LDA),
     `hdp` (the SVI paper's two-level step, T = 15);
   * the direct variants again with their own stopping rule, as the LDA rows above (the two-level
-    step is too slow for it);
+    step is too slow for it), and once more with --no-merge (without the merges of repeating
+    topics that follow the polish);
   * gensim HdpModel (max_time = B, same truncation, chunksize and schedule) and tomotopy HDPModel
     (Gibbs, train(10) calls until B) in worker processes, when installed and not --no-peers.
 Every fit is a fresh process with --threads (1 by default: the comparison stays fair on a shared
@@ -48,6 +49,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 OWN_STOP = ", own stop"          # label suffix of the fits with their own stopping rule
+NO_MERGE = ", no merge"          # an HDP's own-stop fit with --no-merge
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
@@ -228,8 +230,9 @@ def orchestrate(args):
             plan = [("lda", f"K={K}", ["-k", str(K)]) for K in args.lda_topics]
             plan += [("lda", f"K={K}{OWN_STOP}", ["-k", str(K)]) for K in args.lda_topics]
             plan += [("hdp", v, ["--model", "hdp", "--local", v, "-k", str(args.hdp_topics)]) for v in args.variants]
-            plan += [("hdp", f"{v}{OWN_STOP}", ["--model", "hdp", "--local", v, "-k", str(args.hdp_topics)])
-                     for v in args.variants if v != "hdp"]
+            plan += [("hdp", f"{v}{suffix}{OWN_STOP}", ["--model", "hdp", "--local", v, "-k", str(args.hdp_topics)]
+                      + (["--no-merge"] if suffix else []))
+                     for v in args.variants if v != "hdp" for suffix in ("", NO_MERGE)]
             for model, label, opts in plan:
                 r = fit_topicscale(ts, corpus, f"{model}-{label}", opts, budget, args, env, work, log,
                                    own_stop=label.endswith(OWN_STOP))
@@ -341,12 +344,12 @@ def plot_corpus(r, name, path):
                        facecolors="tab:blue" if own_stop else "none",
                        label="LDA, own stop" if own_stop else "LDA, --time-limit")
             for x in pts:
-                ax.annotate(x["label"].removesuffix(OWN_STOP), (x["train_seconds"], x[key]), fontsize=7,
+                ax.annotate(x["label"].split(",")[0], (x["train_seconds"], x[key]), fontsize=7,
                             xytext=(3, 3), textcoords="offset points")
         for x in rows:
             if x["model"] == "lda" or x.get(key) is None:
                 continue
-            base = x["label"].removesuffix(OWN_STOP) if x["model"] == "hdp" else x["model"]
+            base = x["label"].split(",")[0] if x["model"] == "hdp" else x["model"]
             own_stop = x["label"].endswith(OWN_STOP)
             ax.scatter([x["train_seconds"]], [x[key]], marker=markers.get(base, "o"), s=45,
                        color="tab:red" if x["model"] == "hdp" else "tab:gray",
@@ -367,7 +370,7 @@ def plot_corpus(r, name, path):
 
 def variant_name(label):
     """'cvb0, own stop' -> 'HDP direct, CVB0, own stop'."""
-    base = label.removesuffix(OWN_STOP)
+    base = label.split(",")[0]
     return VARIANT_NAMES.get(base, base) + label[len(base):]
 
 

@@ -15,7 +15,7 @@ from topicscale.coherence import repeated_pairs, repeated_topics
 from topicscale.convergence import RowSample
 from topicscale.evaluate import evaluate_exported, evaluate_topics
 from topicscale.models import load_model
-from topicscale.models.hdp import HDPModel, carrying, stick_weights, sticks_for_weights
+from topicscale.models.hdp import HDPModel, carrying, heaviest, stick_weights, sticks_for_weights
 
 ETA = 0.01
 
@@ -30,6 +30,23 @@ def test_sticks_for_weights_give_the_weights_and_keep_the_concentrations():
     assert np.allclose(stick_weights(a2, b2), w, rtol=1e-12, atol=1e-15)
     assert (a2 > 0).all() and (b2 > 0).all()
     assert np.allclose(a2 + b2, a + b)
+
+
+def test_sticks_for_weights_stay_finite_where_the_weights_halve_to_nothing():
+    """An HDP's unused topics keep sticks near (1, omega): their weights halve topic by topic,
+    far below the rounding of 1 - sum of the others. A merge must not turn them into NaN."""
+    K = 150
+    a, b = np.ones(K - 1), np.ones(K - 1)
+    a[:30], b[:30] = 50.0, 50.0 * np.arange(30, 0, -1)
+    w = stick_weights(a, b)
+    assert w[-1] < 1e-30
+    w[7] += w[3] - merging.FLOOR
+    w[3] = merging.FLOOR
+    a2, b2 = sticks_for_weights(w, a, b)
+    from topicscale.models.hdp import stick_expectations
+    weights, elog_sigma = stick_expectations(a2, b2)
+    assert np.isfinite(elog_sigma).all() and (a2 > 0).all() and (b2 > 0).all()
+    assert np.allclose(weights, w, rtol=1e-9, atol=0)            # each weight to its own precision
 
 
 def test_repeated_pairs_share_more_than_half_and_count_as_repeated_topics():
@@ -68,7 +85,7 @@ def copy(model):
 def test_the_score_of_all_documents_is_the_common_fold_in_of_the_exported_topics(duplicated):
     model, documents = duplicated
     scores = merging.DocumentScores(documents, np.asarray(model.lam))
-    got = scores.score_all(merging.carried(model.topic_weights()))
+    got = scores.score_all(heaviest(model.topic_weights()))
     assert got == pytest.approx(evaluate_exported(model, documents)["per_word_ll"], abs=1e-12)
 
 
@@ -79,10 +96,10 @@ def test_a_trial_merge_changes_the_score_by_what_the_common_fold_in_of_the_merge
     monkeypatch.setattr(merging, "TOUCH", 0.0)
     model, documents = duplicated
     lam = np.array(model.lam)
-    topics = merging.carried(model.topic_weights())
+    topics = heaviest(model.topic_weights())
     scores = merging.DocumentScores(documents, lam)
     before = scores.score_all(topics)
-    gain, _ = scores.try_merge(lam, 1, 6, ETA)
+    gain, _ = scores.try_merge(1, 6, ETA)
     merged = lam.copy()
     merged[:, 1] += merged[:, 6] - ETA
     kept = topics[topics != 6]
@@ -103,12 +120,82 @@ def test_merge_joins_planted_duplicates_and_scores_no_lower(duplicated):
     assert result["scores"][1] == pytest.approx(evaluate_exported(model, documents)["per_word_ll"], abs=1e-12)
     assert result["scores"][1] > result["scores"][0]
     w = model.topic_weights()
-    assert carrying(w, 0.99) == 5 and repeated_topics(np.asarray(model.lam), merging.carried(w)) == 0
+    assert carrying(w, 0.99) == 5 and repeated_topics(np.asarray(model.lam), heaviest(w)) == 0
     for k in range(5):                    # the pair's counts and weight in one of its two columns
         kept, gone = (k, k + 5) if w[k] > w[k + 5] else (k + 5, k)
         assert np.allclose(model.lam[:, kept], lam0[:, k] + lam0[:, k + 5] - ETA)
         assert np.allclose(model.lam[:, gone], ETA)
         assert w[kept] == pytest.approx(w0[k] + w0[k + 5], rel=1e-6)
+
+
+def test_a_trial_refolds_only_the_documents_that_use_the_two_topics_and_misses_little(duplicated):
+    """Five distinct topics and a copy of one: a kept merge of the copy updates the scores of the
+    documents it refolded, which a full refold gives alike; the others' change is small against
+    the merge's gain (a tenth: the fold-in of a document that splits itself between two alike topics
+    can land elsewhere when any topic changes)."""
+    model, documents = duplicated
+    lam = np.array(model.lam)[:, [0, 1, 2, 3, 4, 7]]             # 7 repeats 2
+    scores = merging.DocumentScores(documents, lam)
+    scores.score_all(np.arange(6))
+    gain, merge = scores.try_merge(2, 5, ETA)
+    touched = merge[2]
+    assert 0 < touched.size < scores.n_docs and gain > 0
+    scores.accept(merge, ETA)
+    full, _ = scores.fold_in(np.arange(scores.n_docs), scores.topics)
+    assert np.array_equal(full[touched], scores.ll[touched])
+    assert abs(full.sum() - scores.ll.sum()) < 0.1 * gain
+
+
+def two_topics_sharing_their_heads(path):
+    """Two topics with the same ten head words and different tails (they repeat each other by
+    their top words), documents drawn from them, and an HDP model holding the two."""
+    rng = np.random.default_rng(3)
+    beta = np.full((2, 200), 1e-6)
+    beta[:, :10] = 0.05
+    beta[0, 10:100] += 0.5 / 90
+    beta[1, 100:] += 0.5 / 100
+    beta /= beta.sum(axis=1, keepdims=True)
+    corpus = write_corpus(path, lda_documents(beta, 200, 60, 0.1, rng), 200)
+    model = HDPModel(beta.T * 5000 + ETA, *sticks_for_weights(np.array([0.5, 0.5]), np.ones(1), np.ones(1)),
+                     1.0, 1.0, ETA, corpus.vocab)
+    assert repeated_topics(np.asarray(model.lam), np.arange(2)) == 2
+    return model, RowSample(corpus, np.arange(200))
+
+
+def test_a_repeating_pair_whose_merge_loses_is_kept_apart(tmp_path):
+    model, documents = two_topics_sharing_their_heads(tmp_path / "c")
+    lam = np.array(model.lam)
+    result = merging.Merge(documents, "")(model)
+    assert result["merged"] == 0 and result["scores"][0] == result["scores"][1]
+    assert np.array_equal(model.lam, lam)
+
+
+def test_merges_that_score_lower_in_all_are_undone(tmp_path, monkeypatch):
+    model, documents = two_topics_sharing_their_heads(tmp_path / "c")
+    lam, sticks = np.array(model.lam), (model.a.copy(), model.b.copy())
+    try_merge = merging.DocumentScores.try_merge
+    monkeypatch.setattr(merging.DocumentScores, "try_merge", lambda self, a, b, eta: (1.0, try_merge(self, a, b, eta)[1]))
+    result = merging.Merge(documents, "")(model)
+    assert result["merged"] == 0 and result["undone"] == 1 and result["scores"][1] < result["scores"][0]
+    assert np.array_equal(model.lam, lam) and np.array_equal(model.a, sticks[0]) and np.array_equal(model.b, sticks[1])
+
+
+def test_a_topic_repeated_three_times_merges_over_two_rounds(duplicated):
+    model, documents = duplicated
+    lam = np.concatenate([np.asarray(model.lam), np.asarray(model.lam)[:, [0]] * 0.9 + ETA * 0.1], axis=1)
+    weights = np.full(11, 1 / 11)
+    three = HDPModel(lam, *sticks_for_weights(weights, np.ones(10), np.arange(10, 0, -1, dtype=float)), 1.0, 1.0,
+                     ETA, model.vocab)
+    result = merging.Merge(documents, "")(three)
+    assert result["merged"] == 6 and carrying(three.topic_weights(), 0.99) == 5
+
+
+def test_no_time_left_merges_nothing(duplicated):
+    model, documents = duplicated
+    model = copy(model)
+    lam = np.array(model.lam)
+    assert merging.Merge(documents, "")(model, seconds_left=0.0)["merged"] == 0
+    assert np.array_equal(model.lam, lam)
 
 
 def test_merge_leaves_distinct_topics_alone(duplicated):
@@ -165,3 +252,17 @@ def test_merge_is_refused_where_it_cannot_apply(planted, tmp_path, args, message
     r = CliRunner().invoke(cli, ["fit", str(train.path), "-o", str(tmp_path / "m"), *args])
     assert r.exit_code != 0 and message in r.output
     assert not (tmp_path / "m").exists()
+
+
+def test_the_estimator_merges_as_fit_does_and_partial_fit_refuses_it(planted, tmp_path):
+    from topicscale import HDP
+    _, train, _ = planted
+    r = CliRunner().invoke(cli, ["fit", str(train.path), "--model", "hdp", "-k", "20", "--seed", "2", "--threads", "1",
+                                 "-q", "-o", str(tmp_path / "cli")])
+    assert r.exit_code == 0, r.output
+    est = HDP(n_components=20, seed=2, threads=1).fit_corpus(train.path)
+    cli_model = load_model(tmp_path / "cli")
+    assert cli_model.settings["merged"] > 0
+    assert np.array_equal(est.model_.expected_beta(), cli_model.expected_beta())
+    with pytest.raises(ValueError, match="not with partial_fit"):
+        HDP(n_components=8, merge=True).partial_fit(np.ones((4, 500)))

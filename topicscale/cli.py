@@ -342,10 +342,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
         lines.append(_convergence_line(summary))
     if summary.get("polish"):
         lines.append(_polish_line(summary["polish"]))
-    if summary.get("merge", {}).get("merged"):
-        m = summary["merge"]
-        lines.append(f"then merged {m['merged']} topics into topics they repeated in {m['seconds']:.2f} s "
-                     f"(counted above): {m['scores'][1]:.4f} on {m['scored_on']} against {m['scores'][0]:.4f}")
+    if summary.get("merge"):
+        lines.extend(_merge_line(summary["merge"]))
     if summary.get("repeated_topics"):
         lines.append(_repeats_line(summary["repeated_topics"]))
     if summary.get("heldout"):
@@ -373,6 +371,21 @@ def _polish_line(p):
                 f"{scores[0]:.4f}: kept the passes' topics")
     return (f"{line}; kept the topics after {p['kept']}: {max(scores):.4f} on {p['scored_on']} against the "
             f"passes' {scores[0]:.4f}")
+
+
+def _merge_line(m):
+    """What --merge did, as one line (none when no topics repeated one another)."""
+    if m.get("skipped"):
+        return [f"no merges of repeating topics: {m['skipped']}"]
+    if "scores" not in m:
+        return []
+    what = f"{m['scores'][1]:.4f} on {m['scored_on']} against {m['scores'][0]:.4f}"
+    if m.get("undone"):
+        return [f"merging {m['undone']} repeating topics scored {what}: kept the topics as they were"]
+    if not m["merged"]:
+        return [f"no repeating topics merged: each merge scored lower on {m['scored_on']}"]
+    return [f"then merged {m['merged']} topics into topics they repeated in {m['seconds']:.2f} s (counted above): "
+            + what]
 
 
 def _repeats_line(repeated):

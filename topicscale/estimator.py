@@ -172,6 +172,9 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         if getattr(self, "polish", None):
             raise ValueError("polish sweeps a whole corpus after training, so it goes with fit and "
                              "fit_corpus, not with partial_fit (which sees one minibatch a call)")
+        if getattr(self, "merge", None):
+            raise ValueError("merge scores the merged topics on documents held aside from a whole corpus, so "
+                             "it goes with fit and fit_corpus, not with partial_fit")
         if getattr(self, "start", None) == "assignment":
             raise ValueError("start='assignment' pays with the polish, which partial_fit refuses: use "
                              "fit or fit_corpus")

@@ -37,6 +37,7 @@ GIBBS_SWEEPS, GIBBS_BURN_IN = 200, 50
 # model kinds scored by the common fold-in when asked; the others (HDP, CTM) by their own predictive
 COMMON_KINDS = ("lda",)
 ROW_SUM_TOLERANCE = 1e-4        # |sum_w beta_kw - 1| accepted by evaluate_topics
+COMMON_MAX_ITER, COMMON_TOL = 100, 1e-3     # the common fold-in's mean-field step
 
 
 
@@ -129,26 +130,29 @@ def completion_split(block, seed):
             (hptr, np.searchsorted(words, hind).astype(np.int32), hcnt))
 
 
-def completion_scores(split, local, estep_rows, score_rows, prior):
-    """Document completion of a completion_split block whose topics are given as rows of its
-    words (estep_rows for the local step, score_rows for the predictive): (sum of the held-out
-    tokens' log likelihood, the same with the paper's plug-in or None, held-out tokens,
-    documents scored)."""
-    _, (optr, oind, ocnt), (hptr, hind, hcnt) = split
+def complete_documents(observed, heldout, local, estep_rows, score_rows, prior):
+    """Document completion of the CSR halves of some documents whose indices point into the
+    topics' rows (estep_rows for the local step, score_rows for the predictive): (each document's
+    held-out log likelihood, the local step's result)."""
+    optr, oind, ocnt = observed
+    hptr, hind, hcnt = heldout
     result = local.fit(optr, oind, ocnt, estep_rows, prior)
     ll = np.empty(optr.shape[0] - 1)
     completion_log_likelihood(hptr, hind, hcnt, np.ascontiguousarray(result.theta), score_rows, ll)
-    total, paper = math.fsum(ll), None
-    if hasattr(result, "theta_paper"):         # CTM: the paper's plug-in softmax(E[theta]) as well
-        completion_log_likelihood(hptr, hind, hcnt, np.ascontiguousarray(result.theta_paper), score_rows, ll)
-        paper = math.fsum(ll)
-    return total, paper, float(hcnt.sum()), int(np.count_nonzero(np.diff(hptr)))
+    return ll, result
 
 
 def completion_block(block, local, estep_rows, score_rows, prior, seed):
-    """completion_scores of one CSR block (Rows) whose topics are given as rows of its distinct
-    words (ascending)."""
-    return completion_scores(completion_split(block, seed), local, estep_rows, score_rows, prior)
+    """Document completion of one CSR block (Rows) whose topics are given as rows of its distinct
+    words (ascending): (sum of the held-out tokens' log likelihood, the same with the paper's
+    plug-in or None, held-out tokens, documents scored)."""
+    _, observed, heldout = completion_split(block, seed)
+    ll, result = complete_documents(observed, heldout, local, estep_rows, score_rows, prior)
+    total, paper = math.fsum(ll), None
+    if hasattr(result, "theta_paper"):         # CTM: the paper's plug-in softmax(E[theta]) as well
+        completion_log_likelihood(*heldout, np.ascontiguousarray(result.theta_paper), score_rows, ll)
+        paper = math.fsum(ll)
+    return total, paper, float(heldout[2].sum()), int(np.count_nonzero(np.diff(heldout[0])))
 
 
 def document_completion(heldout, estep_topics, score_topics, prior, local=None, seed=0,
@@ -257,7 +261,7 @@ def check_topic_matrix(beta, n_words):
                               f"keepdims=True))")
 
 
-def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=100, tol=1e-3, accelerate=False,
+def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=COMMON_MAX_ITER, tol=COMMON_TOL, accelerate=False,
                     executor=None, fold_in="common"):
     """Fold-in score of any K x V row-stochastic topic matrix (e.g. another tool's topics):
     the mean-field local step (fold_in="gibbs": collapsed Gibbs sampling, module docstring) with

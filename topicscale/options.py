@@ -114,8 +114,9 @@ PART_OPTIONS = (
            "--time-limit or --init), else 0"),
     Option("merge", ("--merge/--no-merge",), None,
            "After the passes and the polish, merge topics that repeat each other (share more than half "
-           "of their top 10 words) while the documents the passes were scored on (held aside, or "
-           "--heldout) score them at least as high: fewer topics carry the weight, none listed twice.",
+           "of their top 10 words) where the documents the passes were scored on (held aside, or "
+           "--heldout's) that use them score the merged topic no lower: fewer topics carry the weight, "
+           "fewer are listed twice.",
            default_text="on when fit trains until the model stops improving (and no --init), else off"),
 )
 RUN_OPTIONS = (

@@ -73,7 +73,8 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     distributed.Executor also warms its workers' kernels before the clock starts). polish: a
     polish.Polish run on the model once the passes are done, within what is left of time_limit,
     counted as training (`--polish auto` scores with score_pass); interrupted by a signal, it is
-    redone whole on --resume. merge: a merge.Merge run after the polish, likewise counted.
+    redone whole on --resume. merge: a merge.Merge run after the polish (counted as training; a
+    signal ends it early, keeping the merges made).
     Returns (summary dict, finished: bool).
     """
     state = state or RunState()
@@ -108,7 +109,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
             estep_statistics(algorithm.local, warm_batch(), model)
         elif hasattr(algorithm, "warm_up"):
             algorithm.warm_up()
-        if limits.min_gain or getattr(polish, "auto", False):
+        if limits.min_gain or getattr(polish, "auto", False) or merge:
             score_pass.warm_up(model, sweeps=getattr(polish, "auto", False))
         if polish:
             polish.warm_up(model)
@@ -176,11 +177,11 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
         merged = None
         if finished and merge:
             left = limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
-            merged = merge(model, left)
+            merged = merge(model, left, stop_requested) if left > 0 else {"merged": 0, "seconds": 0.0}
             state.train_seconds += merged["seconds"]
-            if score_pass is not None:
+            if merged["merged"]:
                 score_pass.forget()
-        if finished and evaluate and (polished or merged or state.last_eval is None or limits.eval_every == 0
+        if finished and evaluate and (polished or (merged and merged["merged"]) or state.last_eval is None or limits.eval_every == 0
                                       or state.batches % limits.eval_every):
             run_eval()
     finally:

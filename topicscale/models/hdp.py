@@ -55,10 +55,12 @@ def stick_weights(a, b):
 def sticks_for_weights(weights, a, b):
     """Beta parameters (a', b') with the concentrations a + b of the sticks (a, b) whose
     E[sigma_k(V)] are `weights` (K, positive, summing to one): v_k = w_k / (1 - sum_{l<k} w_l),
-    a'_k = v_k (a_k + b_k), b'_k = (1 - v_k)(a_k + b_k)."""
+    a'_k = v_k (a_k + b_k), b'_k = (1 - v_k)(a_k + b_k). The remainders are summed from the last
+    topic: the weights of unused topics halve topic by topic, far below the rounding of 1 minus
+    the others."""
     w = np.asarray(weights, dtype=np.float64)
-    left = 1.0 - np.concatenate([[0.0], np.cumsum(w[:-2])])
-    v = np.clip(w[:-1] / np.maximum(left, np.finfo(float).tiny), 0.0, 1.0)
+    left = np.cumsum(w[::-1])[::-1][:-1]            # sum_{l>=k} w_l, summed from the smallest
+    v = np.clip(w[:-1] / left, np.finfo(float).tiny, 1.0 - np.finfo(float).eps)
     total = np.asarray(a, dtype=np.float64) + np.asarray(b, dtype=np.float64)
     return v * total, (1.0 - v) * total
 
@@ -81,6 +83,13 @@ def stick_expectations(a, b):
         elog_1mv[:-1] = digamma_array(np.ascontiguousarray(b)) - psi_total
     elog_sigma = elog_v + np.concatenate([[0.0], np.cumsum(elog_1mv[:-1])])
     return stick_weights(a, b), elog_sigma
+
+
+def heaviest(weights, mass=MASS):
+    """The heaviest topics that carry `mass` of the weight, heaviest first (what `topics` lists
+    and `export` writes of an HDP)."""
+    order = np.argsort(-np.asarray(weights), kind="stable")
+    return order[:carrying(weights, mass)]
 
 
 def carrying(weights, mass):
@@ -184,8 +193,7 @@ class HDPModel(LazyTopics):
         """Topics by decreasing weight: all of them, or (show_all=False) only those that carry
         the mass, the smallest set of heaviest topics whose weights add up to MASS (99%)."""
         weights = self.topic_weights()
-        order = np.argsort(-weights, kind="stable")
-        return order if show_all else order[:carrying(weights, MASS)]
+        return np.argsort(-weights, kind="stable") if show_all else heaviest(weights)
 
     def describe(self):
         """Hyperparameters, state and the effective number of topics for `info`: how many of the
