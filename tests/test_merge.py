@@ -174,7 +174,8 @@ def test_merges_that_score_lower_in_all_are_undone(tmp_path, monkeypatch):
     model, documents = two_topics_sharing_their_heads(tmp_path / "c")
     lam, sticks = np.array(model.lam), (model.a.copy(), model.b.copy())
     try_merge = merging.DocumentScores.try_merge
-    monkeypatch.setattr(merging.DocumentScores, "try_merge", lambda self, a, b, eta: (1.0, try_merge(self, a, b, eta)[1]))
+    always_gains = lambda self, a, b, eta: (1.0, try_merge(self, a, b, eta)[1])     # every trial kept
+    monkeypatch.setattr(merging.DocumentScores, "try_merge", always_gains)
     result = merging.Merge(documents, "")(model)
     assert result["merged"] == 0 and result["undone"] == 1 and result["scores"][1] < result["scores"][0]
     assert np.array_equal(model.lam, lam) and np.array_equal(model.a, sticks[0]) and np.array_equal(model.b, sticks[1])

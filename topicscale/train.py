@@ -181,7 +181,8 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
             state.train_seconds += merged["seconds"]
             if merged["merged"]:
                 score_pass.forget()
-        if finished and evaluate and (polished or (merged and merged["merged"]) or state.last_eval is None or limits.eval_every == 0
+        changed = polished or (merged and merged["merged"])
+        if finished and evaluate and (changed or state.last_eval is None or limits.eval_every == 0
                                       or state.batches % limits.eval_every):
             run_eval()
     finally:
