@@ -163,7 +163,6 @@ class Merge:
             topics = heaviest(weights)
             pairs = repeated_pairs(lam, topics)[:, 1:]
             if not pairs.size:
-                after = None
                 break
             after = scores.score_all(topics)            # each round: alpha = 1/K of its topics
             before = after if before is None else before
