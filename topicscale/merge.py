@@ -30,6 +30,7 @@ import numpy as np
 from .coherence import repeated_pairs
 from .convergence import RowSample
 from .models.hdp import heaviest, sticks_for_weights
+from .polish import within_half_of_memory
 
 FLOOR = 1e-9            # a merged-away topic's share of the weight
 TOUCH = 0.01            # E[theta] on the two topics of a document a merge refolds
@@ -130,13 +131,6 @@ def merged_weights(weights, a, b):
     return w
 
 
-def fits_in_memory(lam):
-    """The merges copy lambda in float64: only within half the memory available."""
-    from .polish import available_memory
-    free = available_memory()
-    return free is None or lam.shape[0] * lam.shape[1] * 8 <= free // 2
-
-
 class Merge:
     """merge(model, seconds_left, stop_requested) merges an HDP model's repeating topics in place
     (module docstring) and returns {"merged", "seconds"}; with "scores" [before, after] and
@@ -153,7 +147,7 @@ class Merge:
         weights = model.topic_weights()
         if not repeated_pairs(model.lam, heaviest(weights)).size:
             return {"merged": 0, "seconds": time.perf_counter() - t0}
-        if not fits_in_memory(model.lam):
+        if not within_half_of_memory(model.lam.shape[0] * model.lam.shape[1] * 8):   # a float64 copy
             return {"merged": 0, "seconds": 0.0, "skipped": "its numbers would not fit in memory"}
         eta = float(model.eta)
         lam = np.array(model.lam, dtype=np.float64)

@@ -55,12 +55,18 @@ def available_memory():
     return None
 
 
+def within_half_of_memory(need):
+    """True when `need` bytes are at most half the memory available (or it is unknown): a default
+    must not push a machine into swap."""
+    free = available_memory()
+    return free is None or need <= free // 2
+
+
 def auto_fits(corpus, n_topics):
     """auto sweeps only in memory: the responsibilities within RESIDENT_BYTES and within half the
-    memory available (a default must not push a machine into swap)."""
+    memory available."""
     need = responsibilities_bytes(corpus, n_topics)
-    free = available_memory()
-    return need <= RESIDENT_BYTES and (free is None or need <= free // 2)
+    return need <= RESIDENT_BYTES and within_half_of_memory(need)
 
 
 def document_prior(model):

@@ -115,10 +115,10 @@ def with_defaults(config):
         elif config[o.name] is None:
             config[o.name] = o.default
     config["batch_size"] = sized["batch_size"]
+    until_converged = bool(run_limits(config).min_gain)
     if "polish" in here and config["polish"] is None:
-        config["polish"] = AUTO if run_limits(config).min_gain and not config["init_model"] else 0
+        config["polish"] = AUTO if until_converged and not config["init_model"] else 0
     if "merge" in here:
-        until_converged = bool(run_limits(config).min_gain)
         if config["merge"] and not (until_converged or config.get("heldout")):
             raise TopicscaleError("--merge scores the merged topics on documents held aside or held out: "
                                   "give --heldout, or let fit train until the model stops improving "

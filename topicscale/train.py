@@ -162,9 +162,10 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                         and time.monotonic() - last_checkpoint >= limits.checkpoint_seconds)):
                 checkpoint(state)
                 last_checkpoint = time.monotonic()
+        seconds_left = lambda: limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
         polished = None
         if finished and polish:
-            left = limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
+            left = seconds_left()
             polished = (polish(model, stop_requested, left, progress, record,
                                score_pass and score_pass.sweeps_score) if left > 0
                         else {"sweeps": 0, "seconds": 0.0})
@@ -176,7 +177,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                     score_pass.forget()
         merged = None
         if finished and merge:
-            left = limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
+            left = seconds_left()
             merged = merge(model, left, stop_requested) if left > 0 else {"merged": 0, "seconds": 0.0}
             state.train_seconds += merged["seconds"]
             if merged["merged"]:
