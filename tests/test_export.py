@@ -16,7 +16,7 @@ from topicscale.exports.gensim_lda import laplace_bridge
 from topicscale.exports.ldavis import prepared_dict
 from topicscale.models import load_model
 from topicscale.models.ctm import CTMModel
-from topicscale.models.hdp import HDPModel, carrying
+from topicscale.models.hdp import HDPModel, carried
 
 V = 120
 
@@ -46,12 +46,13 @@ def fitted(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hdp_and_ctm(fitted):
-    """An HDP model whose heaviest topics carry 99% before all 12 do, and a CTM with correlations."""
+    """An HDP model whose heaviest topics carry 99% of the weight and of the tokens before all 12
+    do, and a CTM with correlations."""
     root, _, _ = fitted
     rng = np.random.default_rng(5)
     vocab = [f"w{i}" for i in range(V)]
     K = 12
-    hdp = HDPModel(lam=0.01 + rng.gamma(0.3, 20.0, size=(V, K)), a=np.full(K - 1, 1.0),
+    hdp = HDPModel(lam=0.01 + rng.gamma(0.3, 20.0, size=(V, K)) * 0.3 ** np.arange(K), a=np.full(K - 1, 1.0),
                    b=np.full(K - 1, 0.4), alpha=1.5, omega=1.0, eta=0.01, vocab=vocab)
     hdp.save(root / "hdp")
     K = 5
@@ -127,7 +128,7 @@ def test_gensim_export_of_hdp_keeps_the_topics_carrying_99_percent(hdp_and_ctm, 
     hdp_path, _ = hdp_and_ctm
     model = load_model(hdp_path)
     weights = model.topic_weights()
-    n = carrying(weights, 0.99)
+    n = len(carried(weights, model.token_weights()))
     assert 1 < n < model.n_topics                      # the fixture leaves some topics out
     run("export", hdp_path, "-o", tmp_path / "topics.npy")
     result = run("export", hdp_path, "--format", "gensim", "-o", tmp_path / "g", "--json")

@@ -19,7 +19,7 @@ from topicscale.inference.global_steps.hdp import HDPSVI
 from topicscale.inference.local_steps.base import estep_statistics
 from topicscale.inference.local_steps.hdp import HDPLocal
 from topicscale.models import load_model
-from topicscale.models.hdp import HDPModel, HDPPrior, carrying, stick_expectations
+from topicscale.models.hdp import HDPModel, HDPPrior, carried, carrying, stick_expectations
 from topicscale.stats import HDPStats
 from topicscale.train import RunLimits, train
 
@@ -146,9 +146,26 @@ def test_carrying_and_display_order():
     w = model.topic_weights()
     order = model.display_order(True)
     assert sorted(order) == list(range(5)) and np.all(np.diff(w[order]) <= 0)
+    lam = np.full((5, 5), 0.01)
+    lam[:, order] += np.array([75.0, 12.0, 12.0, 0.6, 0.4])       # tokens follow the weights
+    model.lam, model.residual = lam, np.zeros(5)
     shown = model.display_order(False)
     assert np.array_equal(shown, order[:len(shown)])
     assert w[shown].sum() >= 0.99 > w[shown[:-1]].sum()
+    # the lightest topic holds a third of the tokens: listed too, in its place by weight
+    lam[:, order[-1]] += 50.0
+    model.lam = lam
+    assert np.array_equal(model.display_order(False), np.append(shown, order[-1]))
+    # unless that is what is left of its initial topic
+    model.residual = np.zeros(5)
+    model.residual[order[-1]] = 250.0
+    assert np.array_equal(model.display_order(False), shown)
+    model.residual = np.zeros(5)
+    assert np.array_equal(model.display_order(False), np.append(shown, order[-1]))
+    assert np.array_equal(carried(w, model.token_weights()), np.append(shown, order[-1]))
+    assert np.array_equal(carried(np.array([0.6, 0.395, 0.004, 0.001]), np.array([0.1, 0.1, 0.0, 0.8])),
+                          [0, 1, 3])
+    assert np.array_equal(carried(np.array([0.7, 0.299, 0.001]), np.array([0.5, 0.5, 0.0])), [0, 1])
 
 
 # ---------------------------------------------------------------- global step
@@ -164,6 +181,25 @@ def test_global_step_follows_figure_9():
     assert np.allclose(model.a, 0.5 * 1.0 + 0.5 * (1 + 10 * tables[:2]))
     assert np.allclose(model.b, 0.5 * np.array([2.0, 1.0]) + 0.5 * (0.5 + 10 * np.array([3.0, 2.0])))
     assert model.step == 2 and model.docs_seen == 10
+
+
+def test_token_weights_leave_out_what_remains_of_the_initial_topics():
+    """lambda - eta = residual + the counts' moving average: starting from the initial topics, the
+    column sums less eta V less the residual equal the counts averaged by the same rho."""
+    rng = np.random.default_rng(2)
+    model = HDPModel.initial([f"w{i}" for i in range(6)], 4, 1.0, 1.0, 0.1, rng, corpus_docs=50)
+    assert np.allclose(model.residual, model.lam.sum(axis=0) - 0.1 * 6) and np.all(model.residual > 0)
+    svi = HDPSVI(model, None, corpus_docs=50, tau=4.0, kappa=0.6)
+    counts = np.zeros(4)
+    for _ in range(30):
+        words = np.sort(rng.choice(6, size=3, replace=False))
+        stats = rng.gamma(1.0, 1.0, size=(3, 4)) * np.array([1.0, 1.0, 0.1, 0.0])   # topic 3 never used
+        svi.update(HDPStats(words, stats, n_docs=5, n_tokens=stats.sum(), tables=np.ones(4)))
+        counts = (1 - svi.last_rho) * counts + svi.last_rho * 10 * stats.sum(axis=0)
+    assert np.allclose(model.lam.sum(axis=0) - 0.1 * 6 - model.residual, counts)
+    assert np.allclose(model.token_weights(), counts / counts.sum()) and model.token_weights()[3] < 1e-12
+    before = model.lam.sum(axis=0) - 0.1 * 6
+    assert before[3] > 0.01 * before.sum()     # without the residual, among those carrying 99%
 
 
 def test_stats_merge_and_scale():
@@ -193,7 +229,7 @@ def test_save_load_round_trip_and_continued_training(hdp_corpus, tmp_path):
     model.save(tmp_path / "m")
     loaded = load_model(tmp_path / "m")
     assert isinstance(loaded, HDPModel)
-    for name in ("lam", "a", "b"):
+    for name in ("lam", "a", "b", "residual"):
         assert np.array_equal(getattr(loaded, name), getattr(model, name))
     assert (loaded.alpha, loaded.omega, loaded.eta, loaded.step, loaded.docs_seen, loaded.settings) == \
         (model.alpha, model.omega, model.eta, model.step, model.docs_seen, model.settings)
@@ -294,8 +330,9 @@ def test_cli_topics_default_shows_the_topics_that_carry_the_mass(cli_model):
     assert len(every) == 30 and sorted(r["topic"] for r in every) == list(range(30))
     weights = [r["weight"] for r in every]
     assert weights == sorted(weights, reverse=True) and sum(weights) == pytest.approx(1.0)
-    assert shown == every[:len(shown)] and len(shown) < 30
-    assert sum(r["weight"] for r in shown) >= 0.99 > sum(r["weight"] for r in shown[:-1])
+    listed = carried(np.array(weights), load_model(out).token_weights()[[r["topic"] for r in every]])
+    assert shown == [every[i] for i in listed] and len(shown) < 30
+    assert sum(r["weight"] for r in shown) >= 0.99
     assert len(run("topics", out).splitlines()) == len(shown)
 
 

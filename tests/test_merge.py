@@ -112,6 +112,7 @@ def test_a_trial_merge_changes_the_score_by_what_the_common_fold_in_of_the_merge
 def test_merge_joins_planted_duplicates_and_scores_no_lower(duplicated):
     model, documents = duplicated
     model = copy(model)
+    model.residual = np.arange(1.0, 11.0)          # what is left of initial topics moves with the counts
     before = evaluate_exported(model, documents)["per_word_ll"]
     lam0, w0 = np.array(model.lam), model.topic_weights()
     result = merging.Merge(documents, "the planted documents")(model)
@@ -126,6 +127,7 @@ def test_merge_joins_planted_duplicates_and_scores_no_lower(duplicated):
         assert np.allclose(model.lam[:, kept], lam0[:, k] + lam0[:, k + 5] - ETA)
         assert np.allclose(model.lam[:, gone], ETA)
         assert w[kept] == pytest.approx(w0[k] + w0[k + 5], rel=1e-6)
+        assert (model.residual[kept], model.residual[gone]) == (2.0 * k + 7.0, 0.0)
 
 
 def test_a_trial_refolds_only_the_documents_that_use_the_two_topics_and_misses_little(duplicated):

@@ -167,6 +167,9 @@ def test_the_hdp_is_polished_under_its_stick_prior(planted):
     assert not np.allclose(hdp.lam, HDPModel.initial(corpus.vocab, 8, 2.0, 1.0, 0.01, np.random.default_rng(4),
                                                      topics="near-uniform").lam)
     assert np.array_equal(hdp.a, sticks[0]) and np.array_equal(hdp.b, sticks[1])
+    # the sweeps' topics count tokens only: nothing is left of the initial topics
+    assert np.array_equal(hdp.residual, np.zeros(8))
+    assert np.allclose(hdp.token_weights(), (hdp.lam.sum(axis=0) - 0.01 * hdp.n_words) / corpus.n_tokens)
 
 
 def test_an_hdp_fit_polishes_by_default_checked_by_the_common_fold_in_of_its_exported_topics(planted, tmp_path):

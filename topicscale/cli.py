@@ -625,7 +625,7 @@ def export(model, output, fmt, corpus, threads, as_json):
     """Write the topics for other tools. npy: a K x V matrix (rows sum to one, in the order
     `topics --all` lists them), the vocabulary in column order, and each row's topic number and
     corpus weight. gensim and pyldavis carry the topics `topics` lists by default (HDP: those
-    carrying 99% of the weight) in that order; what a format cannot hold (CTM: the topic
+    carrying 99% of the weight or of the tokens) in that order; what a format cannot hold (CTM: the topic
     correlations) is said on stderr."""
     from .models import load_model
     suffix = {"npy": ".npy", "pyldavis": ".json"}.get(fmt)

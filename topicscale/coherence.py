@@ -95,7 +95,7 @@ def top_words(lam, n, topics):
 
 def shown_topics(model):
     """The topics coherence and diversity are measured on: those `topics` lists (LDA and CTM:
-    all; HDP: the heaviest carrying 99% of the weight, the others hold almost nothing)."""
+    all; HDP: those carrying 99% of the weight or of the tokens, the others hold almost nothing)."""
     return np.asarray(model.display_order(False), dtype=np.int64)
 
 

@@ -219,7 +219,7 @@ def evaluate_model(model, heldout, fold_in="common", seed=0, local=None, executo
 
 def evaluate_exported(model, heldout, seed=0, executor=None):
     """The common fold-in (evaluate_topics) of the topics `export` writes (HDP: those carrying
-    99% of the weight): how another tool scores them."""
+    99% of the weight or of the tokens): how another tool scores them."""
     from .exports import exported_topics
     beta = np.ascontiguousarray(model.expected_beta()[:, exported_topics(model)].T)
     return dict(evaluate_topics(beta, heldout, seed=seed, executor=executor), protocol="common")

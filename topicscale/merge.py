@@ -29,7 +29,8 @@ import numpy as np
 
 from .coherence import repeated_pairs
 from .convergence import RowSample
-from .models.hdp import heaviest, sticks_for_weights
+from .models.hdp import carried, sticks_for_weights
+from .models.topics import token_shares
 from .polish import within_half_of_memory
 
 FLOOR = 1e-9            # a merged-away topic's share of the weight
@@ -145,16 +146,17 @@ class Merge:
         t0 = time.perf_counter()
         out_of_time = lambda: time.perf_counter() - t0 >= seconds_left or stop_requested()
         weights = model.topic_weights()
-        if not repeated_pairs(model.lam, heaviest(weights)).size:
+        if not repeated_pairs(model.lam, carried(weights, model.token_weights())).size:
             return {"merged": 0, "seconds": time.perf_counter() - t0}
         if not within_half_of_memory(model.lam.shape[0] * model.lam.shape[1] * 8):   # a float64 copy
             return {"merged": 0, "seconds": 0.0, "skipped": "its numbers would not fit in memory"}
         eta = float(model.eta)
         lam = np.array(model.lam, dtype=np.float64)
+        residual = model.residual.copy()
         scores = DocumentScores(self.documents, lam)
         merged, rejected, before, after = 0, set(), None, None
         while not out_of_time():
-            topics = heaviest(weights)
+            topics = carried(weights, token_shares(lam, eta, residual))
             pairs = repeated_pairs(lam, topics)[:, 1:]
             if not pairs.size:
                 break
@@ -174,6 +176,8 @@ class Merge:
                 scores.accept(merge, eta)
                 lam[:, a] += lam[:, b] - eta
                 lam[:, b] = eta
+                residual[a] += residual[b]
+                residual[b] = 0.0
                 weights = merged_weights(weights, a, b)
                 merged_now.update(pair)
                 rejected = {p for p in rejected if a not in p}
@@ -184,12 +188,12 @@ class Merge:
             after = None                                # the round's score is no longer the model's
         result = {"merged": merged}
         if before is not None:
-            after = scores.score_all(heaviest(weights)) if after is None else after
+            after = scores.score_all(carried(weights, token_shares(lam, eta, residual))) if after is None else after
             result.update(scores=[before, after], scored_on=self.scored_on)
             if after < before:
                 result.update(merged=0, undone=merged)
             elif merged:
-                model.lam = lam
+                model.lam, model.residual = lam, residual
                 model.a, model.b = sticks_for_weights(weights, model.a, model.b)
         result["seconds"] = time.perf_counter() - t0
         return result

@@ -86,6 +86,14 @@ def outcome(result):
     return f"{result['sweeps']} sweeps"
 
 
+def take_counts(model, lam):
+    """Give `model` the sweeps' topics lam = eta + n_wk: they count the corpus's tokens only, so
+    nothing is left in them of an HDP's initial topics (HDPModel.residual)."""
+    model.lam = lam
+    if getattr(model, "residual", None) is not None:
+        model.residual = np.zeros(model.n_topics)
+
+
 class Checks:
     """auto's scores: the passes' model's, then the polished topics' every CHECK_SWEEPS sweeps;
     keeps a copy of the passes' topics, the best scored and a spare that the next check writes
@@ -98,6 +106,7 @@ class Checks:
     def __init__(self, score, model):
         self.score, self.scores = score, [score(model)]
         self.passes_topics = np.array(model.lam)            # a writable copy of the read-only view
+        self.passes_residual = getattr(model, "residual", None)
         self.best_topics, self.best_sweeps = self.passes_topics, 0
         self.spare = np.empty_like(self.passes_topics)
         self.misses_left = 1
@@ -108,7 +117,7 @@ class Checks:
         lam = self.spare
         np.maximum(n_wk, 0.0, out=lam)
         lam += model.eta
-        model.lam = lam
+        take_counts(model, lam)
         best = max(self.scores)
         self.scores.append(self.score(model))
         if self.scores[-1] > best:
@@ -120,6 +129,18 @@ class Checks:
             return True
         self.misses_left -= 1
         return self.misses_left >= 0
+
+    def keep_passes(self, model):
+        model.lam = self.passes_topics
+        if self.passes_residual is not None:
+            model.residual = self.passes_residual
+
+    def keep_best(self, model):
+        """Leave `model` with the best topics scored: the passes' own or the sweeps'."""
+        if self.best_sweeps:
+            take_counts(model, self.best_topics)
+        else:
+            self.keep_passes(model)
 
 
 class Polish:
@@ -157,11 +178,11 @@ class Polish:
                            on_sweep, checks)
         if done is None:
             if checks is not None:              # the fixed sweeps change lambda only at the end
-                model.lam = checks.passes_topics
+                checks.keep_passes(model)
             return None
         result = {"sweeps": done}
         if checks is not None:
-            model.lam = checks.best_topics
+            checks.keep_best(model)
             result.update(kept=checks.best_sweeps, scores=checks.scores)
         result["seconds"] = time.perf_counter() - t0
         return result
@@ -215,7 +236,7 @@ class Polish:
                     if not go_on:
                         break
             if checks is None:
-                model.lam = np.maximum(n_wk, 0.0, dtype=np.float64) + eta
+                take_counts(model, np.maximum(n_wk, 0.0, dtype=np.float64) + eta)
             return done
         finally:
             del resp

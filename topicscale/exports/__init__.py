@@ -23,6 +23,6 @@ def require(module, extra, what):
 
 def exported_topics(model):
     """The topics an export to another tool carries, in `topics` order: those `topics` lists by
-    default (HDP: the heaviest topics carrying 99% of the weight; LDA and CTM: all)."""
+    default (HDP: those carrying 99% of the weight or of the tokens; LDA and CTM: all)."""
     import numpy as np
     return np.asarray(model.display_order(False), dtype=np.int64)

@@ -11,7 +11,7 @@ The document prior alpha (a K vector) by model:
   LDA  its alpha.
   HDP  alpha_k = alpha E[sigma_k(V)]: a Dirichlet process DP(alpha, G) gives the topics the
        Dirichlet(alpha G(k)) weights (Ferguson 1973), with the corpus sticks' expected weights as G,
-       as gensim's HdpModel.hdp_to_lda does; the topics beyond those carrying 99% are left out.
+       as gensim's HdpModel.hdp_to_lda does; the topics `topics` does not list are left out.
   CTM  the Laplace bridge of the logistic normal N(mu_0, Sigma_0) to a Dirichlet (Hennig et al. 2012;
        Hobbhahn et al. 2022): alpha_k = (1 - 2/K + e^{mu_k} sum_l e^{-mu_l} / K^2) / Sigma_kk.
        It reads only the diagonal: the topic correlations are not carried (said on stderr and in --json).

@@ -11,9 +11,10 @@ stick-breaking form, truncated at K corpus topics (the "corpus truncation"). Pap
 
 A topic's corpus-level weight is E[sigma_k(V)] = E[v_k] prod_{l<k} E[1 - v_l] (the v are
 independent under q), which sums to one over the K topics because v_K = 1. `topics` lists
-topics by this weight and, by default, only those that carry the mass: the smallest set of
-heaviest topics whose weights add up to at least MASS (99%); `info` reports how many topics
-carry 95% and 99% of it, and 99% of the tokens (the effective number of topics).
+topics by this weight and, by default, only those that carry the mass (`carried`): among the
+heaviest topics whose weights add up to MASS (99%), or among those whose tokens do; `info`
+reports how many topics carry 95% and 99% of the weight, and 99% of the tokens (the effective
+number of topics).
 
 Nothing here imports numba (the digamma kernel is imported inside methods), so loading a model
 for `topicscale topics` stays fast.
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .topics import LazyTopics
+from .topics import LazyTopics, token_shares
 
 DEFAULT_TOPICS = 150       # corpus truncation K
 DEFAULT_ALPHA = 1.0        # document concentration
@@ -86,10 +87,23 @@ def stick_expectations(a, b):
 
 
 def heaviest(weights, mass=MASS):
-    """The heaviest topics that carry `mass` of the weight, heaviest first (what `topics` lists
-    and `export` writes of an HDP)."""
+    """The heaviest topics that carry `mass` of the weight, heaviest first."""
     order = np.argsort(-np.asarray(weights), kind="stable")
     return order[:carrying(weights, mass)]
+
+
+def carried(weights, tokens, mass=MASS):
+    """The topics among the heaviest that carry `mass` of the weight or among those that carry
+    `mass` of the tokens (`tokens`: each topic's share, LazyTopics.token_weights), heaviest by
+    weight first: what `topics` lists and `export` writes of an HDP. The sticks count the
+    documents that use a topic, not its words, so a topic of a few long documents can hold a
+    share of the tokens many times its weight; dropped by the weight alone, it is missing from
+    the listing and its documents from every score of the listed topics."""
+    keep = np.zeros(len(weights), dtype=bool)
+    keep[heaviest(weights, mass)] = True
+    keep[heaviest(tokens, mass)] = True
+    order = np.argsort(-np.asarray(weights), kind="stable")
+    return order[keep[order]]
 
 
 def carrying(weights, mass):
@@ -107,8 +121,12 @@ class HDPModel(LazyTopics):
     concentrations alpha (document), omega (corpus) and the topic Dirichlet eta."""
     kind = "hdp"
 
-    def __init__(self, lam, a, b, alpha, omega, eta, vocab, step=0, docs_seen=0, settings=None):
+    def __init__(self, lam, a, b, alpha, omega, eta, vocab, step=0, docs_seen=0, settings=None,
+                 residual=None):
         self.lam = lam                  # V x K, lambda_{k,w} stored at [w, k]
+        # K: the initial topics' mass still in lambda's column sums (each global step keeps 1 - rho
+        # of it), which token_weights leaves out: it is no word of the corpus
+        self.residual = np.zeros(lam.shape[1]) if residual is None else np.asarray(residual, dtype=np.float64)
         self.a = a                      # K - 1, first Beta parameter of the corpus sticks
         self.b = b                      # K - 1, second Beta parameter
         self.alpha = alpha              # document concentration
@@ -153,7 +171,7 @@ class HDPModel(LazyTopics):
             lam = eta + rng.exponential(corpus_docs * 100.0 / (K * V), size=(V, K))
         return cls(lam=lam, a=np.ones(K - 1), b=np.arange(K - 1, 0, -1, dtype=np.float64),
                    alpha=float(alpha), omega=float(omega), eta=float(eta), vocab=list(vocab),
-                   settings=dict(settings or {}))
+                   settings=dict(settings or {}), residual=lam.sum(axis=0) - eta * V)
 
     @classmethod
     def from_config(cls, vocab, config, rng):
@@ -189,11 +207,16 @@ class HDPModel(LazyTopics):
         """Corpus-level weight of each topic, E[sigma_k(V)] (sums to one over the K topics)."""
         return stick_weights(self.a, self.b)
 
+    def token_weights(self):
+        """Share of the corpus's tokens assigned to each topic: lambda - eta less the residual of
+        the initial topics (token_shares)."""
+        return token_shares(self.lam, self.eta, self.residual)
+
     def display_order(self, show_all=True):
         """Topics by decreasing weight: all of them, or (show_all=False) only those that carry
-        the mass, the smallest set of heaviest topics whose weights add up to MASS (99%)."""
+        99% of the weight or of the tokens (`carried`)."""
         weights = self.topic_weights()
-        return np.argsort(-weights, kind="stable") if show_all else heaviest(weights)
+        return np.argsort(-weights, kind="stable") if show_all else carried(weights, self.token_weights())
 
     def describe(self):
         """Hyperparameters, state and the effective number of topics for `info`: how many of the
@@ -217,11 +240,11 @@ class HDPModel(LazyTopics):
         meta = {"model": self.kind, "n_topics": self.n_topics, "n_words": self.n_words,
                 "alpha": self.alpha, "omega": self.omega, "eta": self.eta, "step": self.step,
                 "docs_seen": self.docs_seen, "settings": self.settings}
-        return self._stored_topics(meta, {"a": self.a, "b": self.b})
+        return self._stored_topics(meta, {"a": self.a, "b": self.b, "residual": self.residual})
 
     @classmethod
     def from_stored(cls, meta, arrays, vocab):
         model = cls(lam=arrays["lambda"], a=arrays["a"], b=arrays["b"], alpha=meta["alpha"],
                     omega=meta["omega"], eta=meta["eta"], vocab=vocab, step=meta["step"],
-                    docs_seen=meta["docs_seen"], settings=meta["settings"])
+                    docs_seen=meta["docs_seen"], settings=meta["settings"], residual=arrays.get("residual"))
         return model._restore_topics(meta, arrays)

@@ -12,6 +12,14 @@ from . import store
 SETTLE_BELOW = 1e-30
 
 
+def token_shares(lam, eta, residual=0.0):
+    """Share of the corpus's tokens assigned to each topic of lambda (V x K): sum_w (lambda_kw - eta),
+    less what is left of the initial topics in it (`residual`, K), normalised."""
+    mass = np.maximum(lam.sum(axis=0) - eta * lam.shape[0] - residual, 0.0)
+    total = mass.sum()
+    return mass / total if total > 0 else np.full(lam.shape[1], 1.0 / lam.shape[1])
+
+
 class LazyTopics:
     """lambda (V x K, word-major) with the topic Dirichlet eta; a model class (LDAModel,
     HDPModel) adds its document-level prior.
@@ -154,10 +162,8 @@ class LazyTopics:
         return bool(np.all(np.isfinite(self.column_totals())))
 
     def token_weights(self):
-        """Share of the corpus's tokens assigned to each topic: sum_w (lambda_kw - eta), normalised."""
-        mass = np.maximum(self.lam.sum(axis=0) - self.eta * self.n_words, 0.0)
-        total = mass.sum()
-        return mass / total if total > 0 else np.full(self.n_topics, 1.0 / self.n_topics)
+        """Share of the corpus's tokens assigned to each topic (token_shares)."""
+        return token_shares(self.lam, self.eta)
 
     # ------------------------------------------------------------------ storage
     def _stored_topics(self, meta, others):
