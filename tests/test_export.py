@@ -16,7 +16,7 @@ from topicscale.exports.gensim_lda import laplace_bridge
 from topicscale.exports.ldavis import prepared_dict
 from topicscale.models import load_model
 from topicscale.models.ctm import CTMModel
-from topicscale.models.hdp import HDPModel, carried
+from topicscale.models.hdp import HDPModel, carrying
 
 V = 120
 
@@ -46,14 +46,16 @@ def fitted(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hdp_and_ctm(fitted):
-    """An HDP model whose heaviest topics carry 99% of the weight and of the tokens before all 12
-    do, and a CTM with correlations."""
+    """An HDP model whose heaviest topics carry 99% of the weight before all 12 do, with one light
+    topic among those that carry 99% of the tokens, and a CTM with correlations."""
     root, _, _ = fitted
     rng = np.random.default_rng(5)
     vocab = [f"w{i}" for i in range(V)]
     K = 12
-    hdp = HDPModel(lam=0.01 + rng.gamma(0.3, 20.0, size=(V, K)) * 0.3 ** np.arange(K), a=np.full(K - 1, 1.0),
-                   b=np.full(K - 1, 0.4), alpha=1.5, omega=1.0, eta=0.01, vocab=vocab)
+    mass = 0.3 ** np.arange(K)
+    mass[9] = 0.2                   # light by weight, heavy by tokens: listed for its tokens
+    hdp = HDPModel(lam=0.01 + rng.gamma(0.3, 20.0, size=(V, K)) * mass, a=np.full(K - 1, 1.0),
+                   b=np.full(K - 1, 0.4), alpha=1.5, omega=1.0, eta=0.01, vocab=vocab, residual=np.zeros(K))
     hdp.save(root / "hdp")
     K = 5
     A = rng.normal(size=(K, K))
@@ -128,15 +130,18 @@ def test_gensim_export_of_hdp_keeps_the_topics_carrying_99_percent(hdp_and_ctm, 
     hdp_path, _ = hdp_and_ctm
     model = load_model(hdp_path)
     weights = model.topic_weights()
-    n = len(carried(weights, model.token_weights()))
-    assert 1 < n < model.n_topics                      # the fixture leaves some topics out
+    order = model.display_order(False)
+    n = len(order)
+    by_weight = np.argsort(-weights, kind="stable")[:carrying(weights, 0.99)]
+    assert set(order) == set(by_weight) | {9} and n < model.n_topics     # 9 for its tokens, some left out
     run("export", hdp_path, "-o", tmp_path / "topics.npy")
     result = run("export", hdp_path, "--format", "gensim", "-o", tmp_path / "g", "--json")
     out = printed_json(result)
     lda = load_gensim(tmp_path / "g")
     assert lda.num_topics == n == out["topics"]
-    np.testing.assert_allclose(lda.get_topics(), np.load(tmp_path / "topics.npy")[:n], rtol=0, atol=1e-12)
-    order = model.display_order(False)
+    every = list(model.display_order(True))             # the .npy's rows: `topics --all` order
+    rows = np.load(tmp_path / "topics.npy")[[every.index(k) for k in order]]
+    np.testing.assert_allclose(lda.get_topics(), rows, rtol=0, atol=1e-12)
     np.testing.assert_allclose(lda.alpha, model.alpha * weights[order], rtol=1e-15)
     np.testing.assert_array_equal(lda.eta, np.full(V, model.eta))
     assert len(out["not_carried"]) == 1 and f"{model.n_topics - n} HDP topics" in out["not_carried"][0]

@@ -18,7 +18,7 @@ from topicscale.evaluate import evaluate_model, evaluate_topics, split_block
 from topicscale.inference.global_steps.hdp import HDPSVI
 from topicscale.inference.local_steps.base import estep_statistics
 from topicscale.inference.local_steps.hdp import HDPLocal
-from topicscale.models import load_model
+from topicscale.models import load_model, store
 from topicscale.models.hdp import HDPModel, HDPPrior, carried, carrying, stick_expectations
 from topicscale.stats import HDPStats
 from topicscale.train import RunLimits, train
@@ -257,6 +257,25 @@ def test_recovers_the_planted_topics_and_their_number(hdp_corpus):
     # held-out prediction close to the true topics' (with the true alpha)
     truth = evaluate_topics(beta, heldout, alpha=0.2)["per_word_ll"]
     assert evaluate_model(model, heldout)["per_word_ll"] > truth - 0.15
+
+
+def test_a_model_file_without_the_residual_lists_topics_by_their_weight(tmp_path):
+    """Files written before the residual was kept: unknown (None), kept unknown by training,
+    topics listed by the weight alone; a polish's counts make it known (zero)."""
+    rng = np.random.default_rng(3)
+    model = HDPModel.initial([f"w{i}" for i in range(6)], 5, 1.0, 1.0, 0.01, rng)
+    model.lam = np.array(model.lam) + np.array([0.0, 0.0, 0.0, 0.0, 500.0])    # heavy by tokens only
+    model.a, model.b = np.array([9.0, 9.0, 9.0, 1.0]), np.array([1.0, 1.0, 1.0, 900.0])
+    model.save(tmp_path / "m")
+    meta, arrays, vocab = store.load(tmp_path / "m")
+    del arrays["residual"]
+    old = HDPModel.from_stored(meta, arrays, vocab)
+    assert old.residual is None and 4 not in old.display_order(False)
+    assert 4 in model.display_order(False)
+    old.save(tmp_path / "old")
+    assert load_model(tmp_path / "old").residual is None
+    HDPSVI(old, None, corpus_docs=10).update(HDPStats(np.array([0]), np.ones((1, 5)), 1, 5.0, np.ones(5)))
+    assert old.residual is None
 
 
 def test_evaluation_uses_the_two_level_stick_predictive(hdp_corpus, tmp_path):

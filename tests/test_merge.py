@@ -15,7 +15,7 @@ from topicscale.coherence import repeated_pairs, repeated_topics
 from topicscale.convergence import RowSample
 from topicscale.evaluate import evaluate_exported, evaluate_topics
 from topicscale.models import load_model
-from topicscale.models.hdp import HDPModel, carrying, heaviest, stick_weights, sticks_for_weights
+from topicscale.models.hdp import HDPModel, carrying, stick_weights, sticks_for_weights
 
 ETA = 0.01
 
@@ -85,7 +85,7 @@ def copy(model):
 def test_the_score_of_all_documents_is_the_common_fold_in_of_the_exported_topics(duplicated):
     model, documents = duplicated
     scores = merging.DocumentScores(documents, np.asarray(model.lam))
-    got = scores.score_all(heaviest(model.topic_weights()))
+    got = scores.score_all(model.display_order(False))
     assert got == pytest.approx(evaluate_exported(model, documents)["per_word_ll"], abs=1e-12)
 
 
@@ -96,7 +96,7 @@ def test_a_trial_merge_changes_the_score_by_what_the_common_fold_in_of_the_merge
     monkeypatch.setattr(merging, "TOUCH", 0.0)
     model, documents = duplicated
     lam = np.array(model.lam)
-    topics = heaviest(model.topic_weights())
+    topics = model.display_order(False)
     scores = merging.DocumentScores(documents, lam)
     before = scores.score_all(topics)
     gain, _ = scores.try_merge(1, 6, ETA)
@@ -121,7 +121,7 @@ def test_merge_joins_planted_duplicates_and_scores_no_lower(duplicated):
     assert result["scores"][1] == pytest.approx(evaluate_exported(model, documents)["per_word_ll"], abs=1e-12)
     assert result["scores"][1] > result["scores"][0]
     w = model.topic_weights()
-    assert carrying(w, 0.99) == 5 and repeated_topics(np.asarray(model.lam), heaviest(w)) == 0
+    assert carrying(w, 0.99) == 5 and repeated_topics(np.asarray(model.lam), model.display_order(False)) == 0
     for k in range(5):                    # the pair's counts and weight in one of its two columns
         kept, gone = (k, k + 5) if w[k] > w[k + 5] else (k + 5, k)
         assert np.allclose(model.lam[:, kept], lam0[:, k] + lam0[:, k + 5] - ETA)
@@ -174,6 +174,7 @@ def test_a_repeating_pair_whose_merge_loses_is_kept_apart(tmp_path):
 
 def test_merges_that_score_lower_in_all_are_undone(tmp_path, monkeypatch):
     model, documents = two_topics_sharing_their_heads(tmp_path / "c")
+    model.residual = np.arange(1.0, model.n_topics + 1)
     lam, sticks = np.array(model.lam), (model.a.copy(), model.b.copy())
     try_merge = merging.DocumentScores.try_merge
     always_gains = lambda self, a, b, eta: (1.0, try_merge(self, a, b, eta)[1])     # every trial kept
@@ -181,6 +182,7 @@ def test_merges_that_score_lower_in_all_are_undone(tmp_path, monkeypatch):
     result = merging.Merge(documents, "")(model)
     assert result["merged"] == 0 and result["undone"] == 1 and result["scores"][1] < result["scores"][0]
     assert np.array_equal(model.lam, lam) and np.array_equal(model.a, sticks[0]) and np.array_equal(model.b, sticks[1])
+    assert np.array_equal(model.residual, np.arange(1.0, model.n_topics + 1))
 
 
 def test_a_topic_repeated_three_times_merges_over_two_rounds(duplicated):

@@ -217,6 +217,28 @@ def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda:
     return model, passes, scored, result
 
 
+@pytest.mark.parametrize("scores,kept", [([-5.0, -5.1, -5.2], 0), ([-5.0, -4.9, -4.8, -4.8, -4.8], 10)])
+def test_an_hdp_keeps_its_residual_with_the_passes_topics_and_none_with_the_sweeps(planted, scores, kept):
+    from topicscale.models.hdp import HDPModel
+    _, corpus = planted
+    hdp = HDPModel.initial(corpus.vocab, 8, 1.0, 1.0, 0.01, np.random.default_rng(1), topics="near-uniform")
+    passes, residual = np.array(hdp.lam), hdp.residual.copy()
+    assert np.all(residual > 0)
+    seen = []
+
+    def score(m):
+        seen.append(np.array(m.residual))
+        return scores[len(seen) - 1]
+
+    result = polish_module.Polish(corpus, "auto", corpus.path)(hdp, score=score)
+    assert result["kept"] == kept
+    assert np.array_equal(seen[0], residual) and all(np.array_equal(r, np.zeros(8)) for r in seen[1:])
+    if kept:
+        assert np.array_equal(hdp.residual, np.zeros(8)) and not np.array_equal(hdp.lam, passes)
+    else:
+        assert np.array_equal(hdp.residual, residual) and np.array_equal(hdp.lam, passes)
+
+
 @pytest.mark.parametrize("scores,sweeps,kept", [
     ([-5.0, -5.1, -5.2], 10, 0),                 # the first two checks lose: the passes' topics stay
     ([-5.0, -5.0, -4.9, -4.91, -4.92], 20, 10),  # a flat first check, then a gain: go on

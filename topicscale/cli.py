@@ -451,11 +451,11 @@ def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, sched
     mean-field on E[beta], alpha = 1/K), so scores of different fits compare; the first line of
     the output names the protocol.
 
-    With --coherence, the top words of the topics `topics` lists (HDP: those carrying 99%) are
-    scored by how often they share documents (or sliding windows) of CORPUS (words matched by
-    string; a top word in no document of CORPUS is dropped from its topic, as gensim does);
-    diversity is the share of distinct words among all topics' top 25, and a topic is repeated
-    when it shares more than half of its top 10 words with another.
+    With --coherence, the top words of the topics `topics` lists (HDP: those carrying 99% of the
+    weight or of the tokens) are scored by how often they share documents (or sliding windows) of
+    CORPUS (words matched by string; a top word in no document of CORPUS is dropped from its
+    topic, as gensim does); diversity is the share of distinct words among all topics' top 25,
+    and a topic is repeated when it shares more than half of its top 10 words with another.
     """
     if measures is not None:
         given = [flag for flag, value in (("--seed", seed), ("--fold-in", fold_in), ("--threads", threads),
@@ -531,7 +531,7 @@ def _largest_per_column(matrix, n, block_rows=4096):
 @click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, words, weights}, and "
               "coherence {measure: score} when `eval --coherence` saved it for the model.")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: topic, weight, rank, word, probability.")
-@click.option("--all", "show_all", is_flag=True, help="Every topic, also those that carry almost no weight.")
+@click.option("--all", "show_all", is_flag=True, help="Every topic, also those that carry almost no weight or tokens.")
 @click.option("--correlations", "n_pairs", type=click.IntRange(1), is_flag=False, flag_value=10, default=None,
               metavar="[N]", help="CTM models: after the topics, the N topic pairs with the highest "
               "correlation in Sigma_0 as 'topic i  topic j  correlation' lines (N: 10 if omitted). With "

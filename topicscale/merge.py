@@ -7,7 +7,7 @@ reader sees as one topic listed many times. Two topics repeat each other when th
 than half of their top REPEAT_WORDS words (coherence.repeated_pairs, the rule `info` counts).
 Merging b into a gives a their counts, lambda_a + lambda_b - eta, and their weight,
 E[sigma_a] + E[sigma_b] (models/hdp.sticks_for_weights); b keeps lambda = eta and a weight of
-FLOOR, out of the topics that carry 99%.
+FLOOR, out of the topics that carry 99% (of the weight or of the tokens, models/hdp.carried).
 
 The score is the passes' (the common fold-in of the exported topics, evaluate_exported) on
 their documents: held aside from training, --heldout's, or on a corpus too small to spare any,
@@ -146,17 +146,18 @@ class Merge:
         t0 = time.perf_counter()
         out_of_time = lambda: time.perf_counter() - t0 >= seconds_left or stop_requested()
         weights = model.topic_weights()
-        if not repeated_pairs(model.lam, carried(weights, model.token_weights())).size:
+        if not repeated_pairs(model.lam, model.display_order(False)).size:
             return {"merged": 0, "seconds": time.perf_counter() - t0}
-        if not within_half_of_memory(model.lam.shape[0] * model.lam.shape[1] * 8):   # a float64 copy
+        if not within_half_of_memory(model.n_words * model.n_topics * 8):   # a float64 copy
             return {"merged": 0, "seconds": 0.0, "skipped": "its numbers would not fit in memory"}
         eta = float(model.eta)
         lam = np.array(model.lam, dtype=np.float64)
-        residual = model.residual.copy()
+        residual = None if model.residual is None else model.residual.copy()
+        shown = lambda: carried(weights, None if residual is None else token_shares(lam, eta, residual))
         scores = DocumentScores(self.documents, lam)
         merged, rejected, before, after = 0, set(), None, None
         while not out_of_time():
-            topics = carried(weights, token_shares(lam, eta, residual))
+            topics = shown()
             pairs = repeated_pairs(lam, topics)[:, 1:]
             if not pairs.size:
                 break
@@ -176,8 +177,9 @@ class Merge:
                 scores.accept(merge, eta)
                 lam[:, a] += lam[:, b] - eta
                 lam[:, b] = eta
-                residual[a] += residual[b]
-                residual[b] = 0.0
+                if residual is not None:
+                    residual[a] += residual[b]
+                    residual[b] = 0.0
                 weights = merged_weights(weights, a, b)
                 merged_now.update(pair)
                 rejected = {p for p in rejected if a not in p}
@@ -188,7 +190,7 @@ class Merge:
             after = None                                # the round's score is no longer the model's
         result = {"merged": merged}
         if before is not None:
-            after = scores.score_all(carried(weights, token_shares(lam, eta, residual))) if after is None else after
+            after = scores.score_all(shown()) if after is None else after
             result.update(scores=[before, after], scored_on=self.scored_on)
             if after < before:
                 result.update(merged=0, undone=merged)

@@ -90,7 +90,7 @@ def take_counts(model, lam):
     """Give `model` the sweeps' topics lam = eta + n_wk: they count the corpus's tokens only, so
     nothing is left in them of an HDP's initial topics (HDPModel.residual)."""
     model.lam = lam
-    if getattr(model, "residual", None) is not None:
+    if hasattr(model, "residual"):
         model.residual = np.zeros(model.n_topics)
 
 
@@ -106,7 +106,7 @@ class Checks:
     def __init__(self, score, model):
         self.score, self.scores = score, [score(model)]
         self.passes_topics = np.array(model.lam)            # a writable copy of the read-only view
-        self.passes_residual = getattr(model, "residual", None)
+        self.passes_residual = np.copy(model.residual) if getattr(model, "residual", None) is not None else None
         self.best_topics, self.best_sweeps = self.passes_topics, 0
         self.spare = np.empty_like(self.passes_topics)
         self.misses_left = 1
@@ -132,7 +132,7 @@ class Checks:
 
     def keep_passes(self, model):
         model.lam = self.passes_topics
-        if self.passes_residual is not None:
+        if hasattr(model, "residual"):
             model.residual = self.passes_residual
 
     def keep_best(self, model):

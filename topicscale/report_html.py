@@ -119,7 +119,8 @@ def page(data, figures):
     if data.sticks is not None:
         sections += ["<h2>Effective topics</h2>",
                      f"<p>Of {len(data.weights)} topics, {data.sticks['n99']} carry 99% of the weight "
-                     f"({data.sticks['n95']} carry 95%); the table below lists those.</p>",
+                     f"({data.sticks['n95']} carry 95%); the table below lists those and any other "
+                     "that carries 99% of the tokens.</p>",
                      _figure(figures, "sticks", "stick weights of the topics")]
     sections += ["<h2>Topics</h2>", f"<p>{_prose(data.coherence_note)}</p>" if data.coherence_measures
                  else _note(data.coherence_note), _topics_table(data)]

@@ -41,8 +41,8 @@ def dirichlet_alpha(model, topics):
         kept = float(weights[topics].sum())
         dropped = []
         if len(topics) < model.n_topics:
-            dropped.append(f"{model.n_topics - len(topics)} HDP topics beyond the {len(topics)} that carry "
-                           f"{kept:.1%} of the corpus weight")
+            dropped.append(f"{model.n_topics - len(topics)} HDP topics outside the {len(topics)} that carry "
+                           f"99% of the weight or of the tokens ({kept:.1%} of the weight)")
         return model.alpha * weights[topics], dropped
     if model.kind == "ctm":
         return laplace_bridge(model.mu0, model.sigma0)[topics], [

@@ -94,15 +94,16 @@ def heaviest(weights, mass=MASS):
 
 def carried(weights, tokens, mass=MASS):
     """The topics among the heaviest that carry `mass` of the weight or among those that carry
-    `mass` of the tokens (`tokens`: each topic's share, LazyTopics.token_weights), heaviest by
-    weight first: what `topics` lists and `export` writes of an HDP. The sticks count the
-    documents that use a topic, not its words, so a topic of a few long documents can hold a
-    share of the tokens many times its weight; dropped by the weight alone, it is missing from
-    the listing and its documents from every score of the listed topics."""
-    keep = np.zeros(len(weights), dtype=bool)
-    keep[heaviest(weights, mass)] = True
-    keep[heaviest(tokens, mass)] = True
+    `mass` of the tokens (`tokens`: each topic's share, HDPModel.token_weights; None: the weight
+    alone), heaviest by weight first: what `topics` lists and `export` writes of an HDP. The
+    sticks count the documents that use a topic, not its words, so a topic of a few long
+    documents can hold a share of the tokens many times its weight; dropped by the weight alone,
+    it is missing from the listing and its documents from every score of the listed topics."""
     order = np.argsort(-np.asarray(weights), kind="stable")
+    keep = np.zeros(order.shape[0], dtype=bool)
+    keep[order[:carrying(weights, mass)]] = True
+    if tokens is not None:
+        keep[heaviest(tokens, mass)] = True
     return order[keep[order]]
 
 
@@ -125,8 +126,9 @@ class HDPModel(LazyTopics):
                  residual=None):
         self.lam = lam                  # V x K, lambda_{k,w} stored at [w, k]
         # K: the initial topics' mass still in lambda's column sums (each global step keeps 1 - rho
-        # of it), which token_weights leaves out: it is no word of the corpus
-        self.residual = np.zeros(lam.shape[1]) if residual is None else np.asarray(residual, dtype=np.float64)
+        # of it), which token_weights leaves out: it is no word of the corpus. None: not known (a
+        # model file written before it was kept), and topics are listed by their weight alone
+        self.residual = None if residual is None else np.asarray(residual, dtype=np.float64)
         self.a = a                      # K - 1, first Beta parameter of the corpus sticks
         self.b = b                      # K - 1, second Beta parameter
         self.alpha = alpha              # document concentration
@@ -210,17 +212,19 @@ class HDPModel(LazyTopics):
     def token_weights(self):
         """Share of the corpus's tokens assigned to each topic: lambda - eta less the residual of
         the initial topics (token_shares)."""
-        return token_shares(self.lam, self.eta, self.residual)
+        return token_shares(self.lam, self.eta, 0.0 if self.residual is None else self.residual)
 
     def display_order(self, show_all=True):
         """Topics by decreasing weight: all of them, or (show_all=False) only those that carry
         99% of the weight or of the tokens (`carried`)."""
         weights = self.topic_weights()
-        return np.argsort(-weights, kind="stable") if show_all else carried(weights, self.token_weights())
+        if show_all:
+            return np.argsort(-weights, kind="stable")
+        return carried(weights, None if self.residual is None else self.token_weights())
 
     def describe(self):
         """Hyperparameters, state and the effective number of topics for `info`: how many of the
-        heaviest carry 95% and 99% of the stick weight, and 99% of the tokens (lambda - eta)."""
+        heaviest carry 95% and 99% of the stick weight, and 99% of the tokens (token_weights)."""
         weights = self.topic_weights()
         return {"topics": self.n_topics, "vocabulary": self.n_words, "alpha": self.alpha,
                 "omega": self.omega, "eta": self.eta,
@@ -240,7 +244,8 @@ class HDPModel(LazyTopics):
         meta = {"model": self.kind, "n_topics": self.n_topics, "n_words": self.n_words,
                 "alpha": self.alpha, "omega": self.omega, "eta": self.eta, "step": self.step,
                 "docs_seen": self.docs_seen, "settings": self.settings}
-        return self._stored_topics(meta, {"a": self.a, "b": self.b, "residual": self.residual})
+        known = {} if self.residual is None else {"residual": self.residual}
+        return self._stored_topics(meta, {"a": self.a, "b": self.b, **known})
 
     @classmethod
     def from_stored(cls, meta, arrays, vocab):

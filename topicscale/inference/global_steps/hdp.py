@@ -112,7 +112,8 @@ class HDPSVI(SVI):
         rho = robbins_monro(m.step, self.tau, self.kappa)
         scale = self.corpus_docs / stats.n_docs
         m.update_topics(rho, stats.words, rho * scale, stats.word_topic)
-        m.residual *= 1.0 - rho
+        if m.residual is not None:
+            m.residual *= 1.0 - rho
         later = np.cumsum(stats.tables[::-1])[::-1]          # later[k] = sum_{l >= k} tables[l]
         m.a *= 1.0 - rho
         m.a += rho * (1.0 + scale * stats.tables[:-1])
