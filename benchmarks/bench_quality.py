@@ -114,8 +114,8 @@ def score(spec):
 
 
 # ------------------------------------------------------------------------------ runs
-def fit(corpus, K, extra, folder, env, log, what):
-    cmd = topicscale_command() + ["fit", corpus["train"], "-k", str(K), "--seed", "0", "--threads", "2",
+def fit(corpus, K, extra, folder, env, log, what, seed=0):
+    cmd = topicscale_command() + ["fit", corpus["train"], "-k", str(K), "--seed", str(seed), "--threads", "2",
                                   "--json", "-q", "--force", "-o", str(folder), *extra]
     stdout, _ = run(cmd, env, what, log)
     summary = last_json(stdout, what)
