@@ -8,6 +8,7 @@ import pytest
 import reference
 from clirun import run, run_stopped
 from synthetic import lda_documents, matched_tv, planted_topics, random_csr, write_corpus
+from topicscale import cli as cli_module
 from topicscale import polish as polish_module
 from topicscale.kernels import polish as kernel
 from topicscale.models import load_model
@@ -201,12 +202,18 @@ def test_the_estimator_polishes_as_fit_does_and_partial_fit_refuses_it(planted, 
         LDA(n_components=8, polish=3).partial_fit(np.ones((4, 240)))
 
 
-def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda: False):
+def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda: False, repeating=False):
     """Polish "auto" on a fresh model, scored by `scores` in turn; returns (model, its passes'
-    lambda, the lambdas scored, the result)."""
+    lambda, the lambdas scored, the result). `repeating`: topics 4-7 repeat topics 0-3."""
+    from topicscale.coherence import model_repeats
     from topicscale.models.lda import LDAModel
     monkeypatch.setattr(polish_module, "MAX_SWEEPS", max_sweeps)
     model = LDAModel.initial(corpus.vocab, 8, 0.125, 0.01, np.random.default_rng(0))
+    if repeating:
+        lam = np.array(model.lam)
+        lam[:, 4:] = lam[:, :4] * 1.01
+        model.lam = lam
+    assert model_repeats(model) == (8 if repeating else 0)
     passes, scored = np.array(model.lam), []
 
     def score(m):
@@ -215,6 +222,21 @@ def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda:
 
     result = polish_module.Polish(corpus, "auto", corpus.path)(model, stop_requested, score=score)
     return model, passes, scored, result
+
+
+@pytest.mark.parametrize("scores,repeating,sweeps,kept", [
+    ([-5.0, -5.005, -5.004], False, 10, 0),      # within a check's gain of the passes: the passes' topics
+    ([-5.0, -5.005, -5.004], True, 10, 10),      # ... unless they repeat one another
+    ([-5.0, -5.02, -5.03], True, 10, 0),         # the sweeps lose by more than REPEAT_MARGIN
+    ([-5.0, -5.0, -4.9, -4.91, -4.92], True, 20, 10)])
+def test_auto_keeps_the_sweeps_within_a_margin_of_passes_whose_topics_repeat(planted, monkeypatch, scores,
+                                                                            repeating, sweeps, kept):
+    _, corpus = planted
+    model, passes, scored, result = run_auto(corpus, scores, monkeypatch, repeating=repeating)
+    assert (result["sweeps"], result["kept"]) == (sweeps, kept) and result["scores"] == scores
+    assert result.get("passes_repeating") == (8 if repeating else None)
+    assert np.array_equal(model.lam, scored[kept // polish_module.CHECK_SWEEPS])
+    assert ("they had to score 0.01 higher" in cli_module._polish_line(dict(result, scored_on="x"))) == repeating
 
 
 @pytest.mark.parametrize("scores,kept", [([-5.0, -5.1, -5.2], 0), ([-5.0, -4.9, -4.8, -4.8, -4.8], 10)])

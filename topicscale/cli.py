@@ -366,11 +366,13 @@ def _polish_line(p):
     scores = p["scores"]
     if len(scores) == 1:
         return f"{line}, too few to score: kept the passes' topics"
+    repeating = (f" ({p['passes_repeating']} of whose topics repeat another: they had to score "
+                 f"{p['repeat_margin']} higher)") if p.get("passes_repeating") else ""
     if not p["kept"]:
         return (f"{line}; at best they scored {max(scores[1:]):.4f} on {p['scored_on']} against the passes' "
-                f"{scores[0]:.4f}: kept the passes' topics")
-    return (f"{line}; kept the topics after {p['kept']}: {max(scores):.4f} on {p['scored_on']} against the "
-            f"passes' {scores[0]:.4f}")
+                f"{scores[0]:.4f}{repeating}: kept the passes' topics")
+    return (f"{line}; kept the topics after {p['kept']}: {max(scores[1:]):.4f} on {p['scored_on']} against "
+            f"the passes' {scores[0]:.4f}{repeating}")
 
 
 def _merge_line(m):

@@ -18,7 +18,10 @@ exported topics, as its passes), stops when the checks gain under MIN_GAIN
 nats a word a sweep (Checks), and keeps the best topics it scored, the passes' own when no check
 beat them (as on documents of a dozen words, where the sweeps fit the training documents at the
 held-out words' expense); the sweeps are skipped when their numbers would not fit in memory
-(auto_fits: a corpus that big is what the streamed passes are for).
+(auto_fits: a corpus that big is what the streamed passes are for). Passes' topics that repeat one
+another (more than half of their top 10 words shared, which a reader sees as one topic listed
+twice) must beat the sweeps by REPEAT_MARGIN to be kept: a score that close does not tell the
+two apart, and the reader sees the repeats.
 """
 import os
 import time
@@ -37,6 +40,7 @@ CHECK_SWEEPS = 5            # auto: sweeps between scores
 MAX_SWEEPS = 100            # auto: cap
 MIN_GAIN = 0.002            # auto: nats a word a sweep, as convergence.MIN_GAIN is a pass's
                             # (a sweep costs about what a pass does)
+REPEAT_MARGIN = CHECK_SWEEPS * MIN_GAIN   # auto: what repeating passes' topics must win by
 
 
 def responsibilities_bytes(corpus, n_topics):
@@ -101,10 +105,14 @@ class Checks:
 
     A check must beat the best score so far by MIN_GAIN a sweep (CHECK_SWEEPS x MIN_GAIN); the
     sweeps stop at the second check in a row that does not: over-relaxed sweeps move the score up
-    and down a little from check to check, and the first few can leave it flat before it gains."""
+    and down a little from check to check, and the first few can leave it flat before it gains.
+    The passes' score counts REPEAT_MARGIN less when `repeating` of their topics repeat another."""
 
     def __init__(self, score, model):
+        from .coherence import model_repeats
         self.score, self.scores = score, [score(model)]
+        self.repeating = model_repeats(model)
+        self.best_score = self.scores[0] - (REPEAT_MARGIN if self.repeating else 0.0)
         self.passes_topics = np.array(model.lam)            # a writable copy of the read-only view
         self.passes_residual = np.copy(model.residual) if getattr(model, "residual", None) is not None else None
         self.best_topics, self.best_sweeps = self.passes_topics, 0
@@ -118,11 +126,11 @@ class Checks:
         np.maximum(n_wk, 0.0, out=lam)
         lam += model.eta
         take_counts(model, lam)
-        best = max(self.scores)
+        best = self.best_score
         self.scores.append(self.score(model))
         if self.scores[-1] > best:
             beaten = self.best_topics
-            self.best_topics, self.best_sweeps = lam, sweeps
+            self.best_topics, self.best_sweeps, self.best_score = lam, sweeps, self.scores[-1]
             self.spare = np.empty_like(lam) if beaten is self.passes_topics else beaten
         if self.scores[-1] - best >= MIN_GAIN * CHECK_SWEEPS:
             self.misses_left = 1
@@ -184,6 +192,8 @@ class Polish:
         if checks is not None:
             checks.keep_best(model)
             result.update(kept=checks.best_sweeps, scores=checks.scores)
+            if checks.repeating:
+                result.update(passes_repeating=checks.repeating, repeat_margin=REPEAT_MARGIN)
         result["seconds"] = time.perf_counter() - t0
         return result
 
