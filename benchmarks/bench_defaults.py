@@ -13,14 +13,13 @@ held-out is within 0.02 nats of the best run's at T_P and its diversity at most 
 Each run is its own process with 2 threads; a discarded run first fills the numba cache.
 Writes defaults.md and defaults.json.
 """
-import shutil
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_quality import case_arguments, fit, run_cases  # noqa: E402
+from bench_quality import case_arguments, fit, fresh_case, run_cases  # noqa: E402
 from common import BenchError, run_worker  # noqa: E402
 
 VARIANTS = {"svi + meanfield": ["--local", "meanfield"], "svi + cvb0": ["--local", "cvb0"],
@@ -30,12 +29,7 @@ DIVERSITY_TOLERANCE = 0.02
 
 
 def run_case(args, corpus, K, env, work, log):
-    name = f"{corpus['name']}/K={K}"
-    cwork = work / "defaults" / f"{corpus['name']}-k{K}"
-    if cwork.exists():
-        shutil.rmtree(cwork)
-    cwork.mkdir(parents=True)
-    fit(corpus, K, ["--passes", "0.1"], cwork / "warm", env, log, f"{name} warm-up (discarded)")
+    name, cwork = fresh_case(work, "defaults", corpus, K, env, log)
     for extra in VARIANTS.values():
         fit(corpus, K, ["--passes", "0.1", *extra], cwork / "warm", env, log, f"{name} warm-up (discarded)")
     budgets = []

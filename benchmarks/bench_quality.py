@@ -124,15 +124,21 @@ def fit(corpus, K, extra, folder, env, log, what, seed=0):
             "polish": summary.get("polish"), "path": str(folder)}
 
 
-def run_case(args, corpus, K, env, work, log):
+def fresh_case(work, kind, corpus, K, env, log):
+    """(name, folder) of a case: WORK/KIND/<corpus>-k<K> emptied, and a discarded fit run in it
+    first, so that the numba cache holds every kernel before anything is timed."""
     name = f"{corpus['name']}/K={K}"
-    cwork = work / "quality" / f"{corpus['name']}-k{K}"
+    cwork = work / kind / f"{corpus['name']}-k{K}"
     if cwork.exists():
         shutil.rmtree(cwork)
     cwork.mkdir(parents=True)
-    rows = []
-    # a discarded run first: the numba cache holds every kernel before anything is timed
     fit(corpus, K, ["--passes", "0.1"], cwork / "warm", env, log, f"{name} warm-up (discarded)")
+    return name, cwork
+
+
+def run_case(args, corpus, K, env, work, log):
+    name, cwork = fresh_case(work, "quality", corpus, K, env, log)
+    rows = []
     rows.append(dict(fit(corpus, K, [], cwork / "default", env, log, f"{name} topicscale default"),
                      tool="topicscale", setting="default"))
     for p in CURVE_PASSES:

@@ -11,7 +11,6 @@ by the common and the Gibbs fold-in, NPMI, diversity, overlapping pairs). Writes
 seeds.json: per corpus each seed's row, and per measure the mean and standard deviation of each
 tool and of the paired difference (topicscale minus tomotopy, seed by seed).
 """
-import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_quality import case_arguments, fit, run_cases  # noqa: E402
+from bench_quality import case_arguments, fit, fresh_case, run_cases  # noqa: E402
 from common import BenchError, run_worker  # noqa: E402
 
 MEASURES = (("per_word_ll", "held-out LL", "{:.4f}"), ("gibbs_ll", "held-out LL, Gibbs fold-in", "{:.4f}"),
@@ -28,12 +27,7 @@ MEASURES = (("per_word_ll", "held-out LL", "{:.4f}"), ("gibbs_ll", "held-out LL,
 
 
 def run_case(args, corpus, K, env, work, log):
-    name = f"{corpus['name']}/K={K}"
-    cwork = work / "seeds" / f"{corpus['name']}-k{K}"
-    if cwork.exists():
-        shutil.rmtree(cwork)
-    cwork.mkdir(parents=True)
-    fit(corpus, K, ["--passes", "0.1"], cwork / "warm", env, log, f"{name} warm-up (discarded)")
+    name, cwork = fresh_case(work, "seeds", corpus, K, env, log)
     rows = []
     for seed in range(args.seeds):
         rows.append(dict(fit(corpus, K, [], cwork / f"default-{seed}", env, log, f"{name} default, seed {seed}",
