@@ -533,7 +533,8 @@ def _largest_per_column(matrix, n, block_rows=4096):
 @click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, words, weights}, and "
               "coherence {measure: score} when `eval --coherence` saved it for the model.")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: topic, weight, rank, word, probability.")
-@click.option("--all", "show_all", is_flag=True, help="Every topic, also those that carry almost no weight or tokens.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Every topic, also those that carry almost no weight or tokens.")
 @click.option("--correlations", "n_pairs", type=click.IntRange(1), is_flag=False, flag_value=10, default=None,
               metavar="[N]", help="CTM models: after the topics, the N topic pairs with the highest "
               "correlation in Sigma_0 as 'topic i  topic j  correlation' lines (N: 10 if omitted). With "
@@ -627,8 +628,8 @@ def export(model, output, fmt, corpus, threads, as_json):
     """Write the topics for other tools. npy: a K x V matrix (rows sum to one, in the order
     `topics --all` lists them), the vocabulary in column order, and each row's topic number and
     corpus weight. gensim and pyldavis carry the topics `topics` lists by default (HDP: those
-    carrying 99% of the weight or of the tokens) in that order; what a format cannot hold (CTM: the topic
-    correlations) is said on stderr."""
+    carrying 99% of the weight or of the tokens) in that order; what a format cannot hold (CTM:
+    the topic correlations) is said on stderr."""
     from .models import load_model
     suffix = {"npy": ".npy", "pyldavis": ".json"}.get(fmt)
     if suffix and not output.endswith(suffix):
