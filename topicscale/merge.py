@@ -7,7 +7,7 @@ reader sees as one topic listed many times. Two topics repeat each other when th
 than half of their top REPEAT_WORDS words (coherence.repeated_pairs, the rule `info` counts).
 Merging b into a gives a their counts, lambda_a + lambda_b - eta, and their weight,
 E[sigma_a] + E[sigma_b] (models/hdp.sticks_for_weights); b keeps lambda = eta and a weight of
-FLOOR, out of the topics that carry 99% (of the weight or of the tokens, models/hdp.carried).
+FLOOR, out of the topics that carry 99% (of the weight or of the tokens, models/hdp.listed).
 
 The score is the passes' (the common fold-in of the exported topics, evaluate_exported) on
 their documents: held aside from training, --heldout's, or on a corpus too small to spare any,
@@ -27,10 +27,9 @@ import time
 
 import numpy as np
 
-from .coherence import repeated_pairs
+from .coherence import model_repeats, repeated_pairs
 from .convergence import RowSample
-from .models.hdp import carried, sticks_for_weights
-from .models.topics import token_shares
+from .models.hdp import listed, sticks_for_weights
 from .polish import within_half_of_memory
 
 FLOOR = 1e-9            # a merged-away topic's share of the weight
@@ -146,14 +145,14 @@ class Merge:
         t0 = time.perf_counter()
         out_of_time = lambda: time.perf_counter() - t0 >= seconds_left or stop_requested()
         weights = model.topic_weights()
-        if not repeated_pairs(model.lam, model.display_order(False)).size:
+        if not model_repeats(model):
             return {"merged": 0, "seconds": time.perf_counter() - t0}
         if not within_half_of_memory(model.n_words * model.n_topics * 8):   # a float64 copy
             return {"merged": 0, "seconds": 0.0, "skipped": "its numbers would not fit in memory"}
         eta = float(model.eta)
         lam = np.array(model.lam, dtype=np.float64)
         residual = None if model.residual is None else model.residual.copy()
-        shown = lambda: carried(weights, None if residual is None else token_shares(lam, eta, residual))
+        shown = lambda: listed(weights, lam, eta, residual)
         scores = DocumentScores(self.documents, lam)
         merged, rejected, before, after = 0, set(), None, None
         while not out_of_time():

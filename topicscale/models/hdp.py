@@ -107,6 +107,12 @@ def carried(weights, tokens, mass=MASS):
     return order[keep[order]]
 
 
+def listed(weights, lam, eta, residual):
+    """`carried` of topics lambda (V x K) with stick weights `weights`, their tokens counted less
+    the initial topics' `residual`; by the weight alone when the residual is not known (None)."""
+    return carried(weights, None if residual is None else token_shares(lam, eta, residual))
+
+
 def carrying(weights, mass):
     """How many of the heaviest topics it takes for their weights to add up to `mass`."""
     w = np.sort(np.asarray(weights))[::-1]
@@ -220,7 +226,7 @@ class HDPModel(LazyTopics):
         weights = self.topic_weights()
         if show_all:
             return np.argsort(-weights, kind="stable")
-        return carried(weights, None if self.residual is None else self.token_weights())
+        return listed(weights, self.lam, self.eta, self.residual)
 
     def describe(self):
         """Hyperparameters, state and the effective number of topics for `info`: how many of the
