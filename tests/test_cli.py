@@ -339,8 +339,23 @@ def test_fit_says_how_many_topics_repeat_another(sotu, tmp_path):
     out = run("fit", root / "corpus", "-k", "60", "--passes", "1", "--seed", "1", "-o", tmp_path / "m").output
     summary = [json.loads(l) for l in (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()][-1]
     repeated = json.loads(run("info", tmp_path / "m", "--json").output)["repeated_topics"]
-    assert 0 < summary["repeated_topics"] == repeated < 60
+    assert 6 <= summary["repeated_topics"] == repeated < 60
     assert f"{repeated} topics repeat another's top words" in out
+    assert "fewer topics (-k) may suit this corpus; --polish 20 pulls them apart" in out
+
+
+def test_the_repeats_line_says_what_to_try_only_when_a_tenth_of_the_topics_repeat():
+    from topicscale.cli import _repeats_line
+    lda = {"model": "lda", "topics": 50, "repeated_topics": 5}
+    assert _repeats_line(dict(lda, repeated_topics=4)).endswith("top 10 shared)")
+    assert "fewer topics (-k)" in _repeats_line(lda) and "--polish 20" in _repeats_line(lda)
+    kept_passes = {"sweeps": 10, "kept": 0, "scores": [-7.0, -7.1]}
+    assert "--polish 20" in _repeats_line(dict(lda, polish=kept_passes))
+    assert "--polish" not in _repeats_line(dict(lda, polish=dict(kept_passes, kept=10)))
+    assert "--polish" not in _repeats_line(dict(lda, polish={"sweeps": 20, "seconds": 1.0}))
+    assert "--polish" not in _repeats_line(dict(lda, polish={"sweeps": 0, "skipped": "memory"}))
+    hdp = _repeats_line({"model": "hdp", "topics": 150, "repeated_topics": 20, "polish": kept_passes})
+    assert "-k" not in hdp and "--polish 20" in hdp
 
 
 def test_threads_outside_the_cores_are_refused(sotu, tmp_path):

@@ -345,7 +345,7 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     if summary.get("merge"):
         lines.extend(_merge_line(summary["merge"]))
     if summary.get("repeated_topics"):
-        lines.append(_repeats_line(summary["repeated_topics"]))
+        lines.append(_repeats_line(summary))
     if summary.get("heldout"):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
@@ -390,9 +390,19 @@ def _merge_line(m):
             + what]
 
 
-def _repeats_line(repeated):
+def _repeats_line(summary):
+    """How many topics repeat another, and when they are many (a tenth of K or more) what to try:
+    fewer topics (not the HDP's truncation), or sweeps that pull them apart when none were kept."""
     from .coherence import REPEAT_WORDS
-    return f"{repeated} topics repeat another's top words (more than half of their top {REPEAT_WORDS} shared)"
+    repeated = summary["repeated_topics"]
+    line = f"{repeated} topics repeat another's top words (more than half of their top {REPEAT_WORDS} shared)"
+    if 10 * repeated < summary["topics"]:
+        return line
+    tries = [] if summary.get("model") == "hdp" else ["fewer topics (-k) may suit this corpus"]
+    polish = summary.get("polish")
+    if not polish or (polish.get("kept") == 0 and not polish.get("skipped")):
+        tries.append("--polish 20 pulls them apart (sharper topics, often a lower held-out score)")
+    return "; ".join([line] + tries)
 
 
 def _convergence_line(summary):

@@ -264,8 +264,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
                                       on_record=record, progress=progress, state=state,
                                       checkpoint=checkpoint, stop_requested=stop, score_pass=score_pass,
                                       executor=executor, polish=polish, merge=merge)
-        summary.update(topics=model.n_topics, local=config["local"], threads=config["threads"],
-                       step=model.step)
+        summary.update(model=model.kind, topics=model.n_topics, local=config["local"],
+                       threads=config["threads"], step=model.step)
         if executor is not None:
             summary.update(workers=executor.n_workers, worker_threads=executor.threads)
         if limits.min_gain:
