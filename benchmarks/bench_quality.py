@@ -1,7 +1,7 @@
 """Readable topics (issue 23): coherence, diversity and held-out likelihood against training time,
 topicscale's default `fit` beside tomotopy's collapsed Gibbs sampler, per corpus and K.
 
-    python benchmarks/bench_quality.py [--corpora sotu,nyt,foldoc,debian,gcide,wordnet,fortunes,manpages] [--topics 50]
+    python benchmarks/bench_quality.py [--corpora sotu,nyt,foldoc,debian,gcide,wordnet,fortunes,manpages,pydocs] [--topics 50]
                                        [--gibbs 1000] [--out benchmarks/results]
 
 Each corpus is prepared as for bench_peers.py (corpora.py). Runs, each in its own process with 2
@@ -320,7 +320,7 @@ def main(argv=None):
         spec = json.loads(Path(argv[2]).read_text())
         Path(spec["result_out"]).write_text(json.dumps(score(spec), default=float))
         return 0
-    ap = case_arguments(__doc__, "sotu,nyt,foldoc,debian,gcide,wordnet,fortunes,manpages", "50")
+    ap = case_arguments(__doc__, "sotu,nyt,foldoc,debian,gcide,wordnet,fortunes,manpages,pydocs", "50")
     ap.add_argument("--gibbs", type=int, default=1000, help="tomotopy iterations (snapshots every 100)")
     try:
         orchestrate(ap.parse_args(argv))

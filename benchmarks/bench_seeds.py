@@ -2,7 +2,7 @@
 --gibbs iterations, each run with seeds 0 .. S-1, so that a difference between the two is read
 against what a seed alone moves.
 
-    python benchmarks/bench_seeds.py [--corpora sotu,nyt,foldoc,debian,gcide,wordnet,fortunes,manpages]
+    python benchmarks/bench_seeds.py [--corpora sotu,nyt,foldoc,debian,gcide,wordnet,fortunes,manpages,pydocs]
                                      [--topics 50] [--seeds 3] [--gibbs 1000] [--out benchmarks/results]
 
 Runs and scores are bench_quality.py's (its `fit` with --seed s; tomotopy through peers.py with
@@ -86,7 +86,7 @@ def render(result):
 
 
 def main(argv=None):
-    ap = case_arguments(__doc__, "sotu,nyt,foldoc,debian,gcide,wordnet,fortunes,manpages", "50")
+    ap = case_arguments(__doc__, "sotu,nyt,foldoc,debian,gcide,wordnet,fortunes,manpages,pydocs", "50")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0 .. SEEDS-1 for each tool")
     ap.add_argument("--gibbs", type=int, default=1000, help="tomotopy iterations")
     try:
