@@ -114,6 +114,21 @@ def test_infer_keeps_ids_aligned(model, tmp_path):
     assert theta.shape == (2, 8) and np.allclose(theta.sum(axis=1), 1.0)
 
 
+def test_infer_without_output_prints_tsv_or_json_lines(model, tmp_path):
+    """Without -o the proportions go to standard output, as the TSV file would hold them or, with
+    --json, a JSON object a document; --json with -o FILE is refused."""
+    root, _ = model
+    run("infer", root / "model", root / "corpus-heldout", "-o", tmp_path / "theta.tsv", "-q")
+    printed = run("infer", root / "model", root / "corpus-heldout", "-q").stdout
+    assert printed == (tmp_path / "theta.tsv").read_text()
+    rows = [json.loads(line) for line in run("infer", root / "model", root / "corpus-heldout", "--json", "-q").stdout.splitlines()]
+    tsv = [line.split("\t") for line in printed.splitlines()[1:]]
+    assert [r["id"] for r in rows] == [t[0] for t in tsv]
+    assert [r["theta"] for r in rows] == [[float(x) for x in t[1:]] for t in tsv]
+    r = run("infer", root / "model", root / "corpus-heldout", "--json", "-o", tmp_path / "x.tsv", ok=False)
+    assert r.exit_code == 2 and "--json" in r.output and not (tmp_path / "x.tsv").exists()
+
+
 def test_init_continues_training(model, tmp_path):
     root, _ = model
     before = json.loads(run("info", root / "model", "--json").output)["step"]

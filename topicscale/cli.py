@@ -591,19 +591,25 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
 @cli.command()
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", default="-", type=click.Path(dir_okay=False, allow_dash=True),
               help="FILE.tsv or FILE.csv (id then K proportions), FILE.npy (ids in FILE.ids.txt) or "
-                   "FILE.parquet (pip install topicscale[parquet]): the extension picks the format.")
+                   "FILE.parquet (pip install topicscale[parquet]): the extension picks the format. "
+                   "[default: -, standard output as TSV]")
+@click.option("--json", "as_json", is_flag=True,
+              help='On standard output, a JSON object a document: {"id": ..., "theta": [K proportions]}.')
 @click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "uci", "ldac", "mm"]),
               help="Format of raw INPUTS (a prepared corpus folder needs none).")
 @click.option("--threads", type=int, help="Threads [default: all cores; a dask worker 1].")
 @_cluster_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def infer(model, inputs, output, fmt, threads, scheduler, workers, quiet):
+def infer(model, inputs, output, fmt, threads, scheduler, workers, quiet, as_json):
     """Topic proportions E[theta] of new documents: a prepared corpus, or raw INPUTS encoded with
-    the model's vocabulary (unknown words dropped, empty documents skipped)."""
+    the model's vocabulary (unknown words dropped, empty documents skipped). Without -o they go to
+    standard output, a line a document."""
     from .infer import infer_proportions
-    from .tables import require_pyarrow, table_format
+    from .tables import STDOUT, require_pyarrow, table_format
+    if as_json and output != STDOUT:
+        raise click.UsageError("--json prints the proportions; it does not go with -o FILE")
     try:
         if table_format(output) == ".parquet":
             require_pyarrow()
@@ -614,8 +620,9 @@ def infer(model, inputs, output, fmt, threads, scheduler, workers, quiet):
     _set_threads(threads)
     with _cluster(scheduler, workers, worker_threads) as executor:
         summary = infer_proportions(model, inputs, output, fmt=fmt, progress=_show_progress(quiet),
-                                    executor=executor, shared_files=scheduler is None)
-    click.echo(f"wrote {output}: {summary['documents']} documents x {summary['topics']} topics", err=True)
+                                    executor=executor, shared_files=scheduler is None, as_json=as_json)
+    if output != STDOUT:
+        click.echo(f"wrote {output}: {summary['documents']} documents x {summary['topics']} topics", err=True)
 
 
 # ------------------------------------------------------------------------------------- export

@@ -12,15 +12,16 @@ from .tables import table_format, table_writer
 
 
 def infer_proportions(model_path, inputs, output, fmt=None, progress=False, executor=None,
-                      shared_files=True):
+                      shared_files=True, as_json=False):
     """`topicscale infer`: E[theta] = gamma / sum(gamma) for each document, ids first; the table's
-    format by the extension of `output` (.tsv, .csv, .npy, .parquet). executor: where the blocks
+    format by the extension of `output` (.tsv, .csv, .npy, .parquet; "-": standard output, TSV or,
+    as_json, a JSON object a document {"id", "theta"}: tables.table_writer). executor: where the blocks
     are read and fitted (distributed.Executor; default this process); shared_files=False (a
     remote cluster) refuses raw INPUTS, whose prepared corpus would be a temporary folder here."""
     table_format(output)
     model = load_model(model_path)
     if len(inputs) == 1 and (is_url(inputs[0]) or (Path(inputs[0]) / "manifest.json").is_file()):
-        return _infer_corpus(model, open_corpus(inputs[0]), output, executor)
+        return _infer_corpus(model, open_corpus(inputs[0]), output, executor, as_json)
     if not shared_files:
         raise TopicscaleError("with --scheduler, infer reads a prepared corpus every worker can read "
                               "(`topicscale prepare` it to a shared folder or an fsspec URL first), "
@@ -28,7 +29,7 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False, exec
     from .corpus.prepare import prepare
     with tempfile.TemporaryDirectory(prefix="topicscale-infer-") as tmp:
         prepare(inputs, Path(tmp) / "corpus", fmt=fmt, vocab=model_path, progress=progress)
-        return _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output, executor)
+        return _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output, executor, as_json)
 
 
 def theta_block(block, local, rows, prior):
@@ -55,7 +56,7 @@ def proportion_blocks(model, corpus):
     return proportions(model, registry.local_step_for(model), corpus.blocks())
 
 
-def _infer_corpus(model, corpus, output, executor=None):
+def _infer_corpus(model, corpus, output, executor=None, as_json=False):
     """Stream E[theta] block by block (theta_block, in this process or on the executor's
     workers) into the output, in row order (memory holds a few blocks)."""
     from .evaluate import check_vocabulary
@@ -67,7 +68,8 @@ def _infer_corpus(model, corpus, output, executor=None):
     args = lambda words: (local, np.ascontiguousarray(topics[words], dtype=np.float64), prior)
     ids = corpus.iter_ids()
     executor = executor or InProcess(corpus)
-    with table_writer(output, [f"topic_{k}" for k in range(K)], corpus.n_docs) as write:
+    with table_writer(output, [f"topic_{k}" for k in range(K)], corpus.n_docs,
+                      json_key="theta" if as_json else None) as write:
         for theta in executor.map_blocks(corpus, corpus.row_blocks(), theta_block, args):
             write([next(ids) for _ in range(theta.shape[0])], theta)
     return {"documents": corpus.n_docs, "topics": K}

@@ -6,12 +6,16 @@ by the file's extension:
     FILE.npy              the D x K float64 matrix (D known in advance), ids in FILE.ids.txt
     FILE.parquet          columns id (string) and one float64 column a name, a row group a block
                           (needs pyarrow: pip install topicscale[parquet])
+    -                     standard output: TSV as above, or with json_key a JSON object a line,
+                          {"id": id, json_key: [numbers]}; flushed after every block, for a pipe
 
 Memory holds one block. Files are written beside the target and renamed into place (atomic.py), so
 a failure leaves any earlier file as it was.
 """
 import contextlib
 import csv
+import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,10 +24,13 @@ from .atomic import atomic_file
 from .errors import TopicscaleError
 
 SUFFIXES = (".tsv", ".csv", ".npy", ".parquet")
+STDOUT = "-"
 
 
 def table_format(path):
-    """The format named by `path`'s extension (one of SUFFIXES), or TopicscaleError."""
+    """The format named by `path`'s extension (one of SUFFIXES; STDOUT: ".tsv"), or TopicscaleError."""
+    if str(path) == STDOUT:
+        return ".tsv"
     suffix = Path(str(path)).suffix.lower()
     if suffix not in SUFFIXES:
         raise TopicscaleError(f"{path}: the output must end in {', '.join(SUFFIXES)} (it picks the format)")
@@ -41,10 +48,11 @@ def require_pyarrow():
 
 
 @contextlib.contextmanager
-def table_writer(path, columns, n_rows):
+def table_writer(path, columns, n_rows, json_key=None):
     """Yield write(ids, block): append rows (ids: D strings, block: D x len(columns) numbers).
 
     n_rows: the number of rows that will be written (the .npy header needs it; checked at the end).
+    json_key: with path STDOUT, JSON lines instead of TSV (module docstring).
     """
     path = str(path)
     suffix = table_format(path)
@@ -61,7 +69,21 @@ def table_writer(path, columns, n_rows):
             written += len(ids)
         return write_rows
 
-    if suffix == ".npy":
+    if path == STDOUT:
+        out = sys.stdout
+        rows = csv.writer(out, delimiter="\t", lineterminator="\n")
+        if json_key is None:
+            rows.writerow(["id", *columns])
+
+        def write(ids, block):
+            if json_key is None:
+                rows.writerows([i, *map(repr, values)] for i, values in zip(ids, block.tolist()))
+            else:
+                out.writelines(json.dumps({"id": i, json_key: values}) + "\n" for i, values in zip(ids, block.tolist()))
+            out.flush()
+        yield counted(write)
+        _check_count(path, written, n_rows)
+    elif suffix == ".npy":
         with atomic_file(path) as fh, atomic_file(path[:-4] + ".ids.txt", "w") as id_fh:
             np.lib.format.write_array_header_2_0(
                 fh, {"descr": "<f8", "fortran_order": False, "shape": (n_rows, len(columns))})
