@@ -357,6 +357,14 @@ def test_fit_says_how_many_topics_repeat_another(sotu, tmp_path):
     assert 6 <= summary["repeated_topics"] == repeated < 60
     assert f"{repeated} topics repeat another's top words" in out
     assert "fewer topics (-k) may suit this corpus; --polish 20 pulls them apart" in out
+    # `topics` names, for each topic, the topics it repeats: the same ones, both ways
+    rows = {r["topic"]: r for r in json.loads(run("topics", tmp_path / "m", "--json").stdout)}
+    assert sum(1 for r in rows.values() if r["repeats"]) == repeated
+    for k, r in rows.items():
+        for j in r["repeats"]:
+            assert k in rows[j]["repeats"] and 2 * len(set(r["words"]) & set(rows[j]["words"])) > 10
+    text = run("topics", tmp_path / "m").stdout.splitlines()
+    assert sum("[repeats " in line for line in text) == repeated
 
 
 def test_the_repeats_line_says_what_to_try_only_when_a_tenth_of_the_topics_repeat():

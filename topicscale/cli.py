@@ -540,8 +540,8 @@ def _largest_per_column(matrix, n, block_rows=4096):
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
 @click.option("-n", "--words", "n_words", type=click.IntRange(1), default=10, show_default=True,
               help="Words per topic.")
-@click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, words, weights}, and "
-              "coherence {measure: score} when `eval --coherence` saved it for the model.")
+@click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, words, weights, repeats}, "
+              "and coherence {measure: score} when `eval --coherence` saved it for the model.")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: topic, weight, rank, word, probability.")
 @click.option("--all", "show_all", is_flag=True,
               help="Every topic, also those that carry almost no weight or tokens.")
@@ -550,8 +550,9 @@ def _largest_per_column(matrix, n, block_rows=4096):
               "correlation in Sigma_0 as 'topic i  topic j  correlation' lines (N: 10 if omitted). With "
               "--json the output becomes {topics: [...], correlations: K x K matrix, pairs: [...]}.")
 def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
-    """Top words of the topics, with each topic's share of the corpus."""
-    from .coherence import saved_scores, top_words
+    """Top words of the topics, with each topic's share of the corpus, and the listed topics each
+    repeats (shares more than half of its top 10 words with), as `[repeats 3 7]`."""
+    from .coherence import repeated_pairs, saved_scores, top_words
     from .models import load_model
     m = load_model(model)
     if n_pairs is not None and not hasattr(m, "correlations"):
@@ -563,10 +564,14 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     weights = m.topic_weights()
     order = [int(k) for k in m.display_order(show_all)]
     scores = saved_scores(model, m) if as_json else {}          # `eval --coherence` saved them
+    repeats = {k: [] for k in order}
+    for _, a, b in repeated_pairs(m.lam, order).tolist():
+        repeats[a].append(b)
+        repeats[b].append(a)
     rows = []
     for k, (top, row) in zip(order, top_words(m.lam, n_words, order)):
         rows.append({"topic": k, "weight": float(weights[k]), "words": [m.vocab[i] for i in top],
-                     "weights": [float(x) for x in row]})
+                     "weights": [float(x) for x in row], "repeats": sorted(repeats[k])})
         if k in scores:
             rows[-1]["coherence"] = scores[k]
     if as_json:
@@ -582,7 +587,8 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
                 out.writerow([r["topic"], f"{r['weight']:.6g}", rank, w, f"{p:.6g}"])
     else:
         for r in rows:
-            click.echo(f"{r['topic']:>4}  {r['weight']:6.1%}  {' '.join(r['words'])}")
+            also = f"  [repeats {' '.join(map(str, r['repeats']))}]" if r["repeats"] else ""
+            click.echo(f"{r['topic']:>4}  {r['weight']:6.1%}  {' '.join(r['words'])}{also}")
         for i, j, r in pairs:
             click.echo(f"topic {i}  topic {j}  {r:+.3f}")
 

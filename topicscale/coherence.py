@@ -114,19 +114,27 @@ def model_diversity(model, n=DIVERSITY_WORDS):
 
 def repeated_pairs(lam, topics, n=REPEAT_WORDS):
     """The pairs of `topics` that share more than half of their top n words (at most V): rows
-    (shared, a, b) with a < b indices into lam's columns, most shared first. The shared counts of
-    all pairs are one sparse product of the topics' top-word indicator rows."""
-    from scipy import sparse
+    (shared, a, b) with a < b indices into lam's columns, most shared first. The shared counts
+    come from the topics that hold each top word (an inverted index), so only pairs that share a
+    word are counted; numpy alone, for `topics`' start-up."""
     topics = np.asarray(topics, dtype=np.int64)
     n = min(n, lam.shape[0])
-    top = largest_per_column(lam, n)[:, topics]
     T = topics.size
-    indicator = sparse.csr_matrix((np.ones(top.size, dtype=np.int32), (np.repeat(np.arange(T), n), top.T.ravel())),
-                                  shape=(T, lam.shape[0]))
-    shared = (indicator @ indicator.T).tocoo()
-    keep = (shared.row < shared.col) & (2 * shared.data > n)
-    a, b = topics[shared.row[keep]], topics[shared.col[keep]]
-    rows = np.stack([shared.data[keep], np.minimum(a, b), np.maximum(a, b)], axis=1).astype(np.int64)
+    top = largest_per_column(lam, n)[:, topics]
+    words, holders = top.T.ravel(), np.repeat(np.arange(T), n)
+    order = np.argsort(words, kind="stable")
+    words, holders = words[order], holders[order]
+    starts = np.flatnonzero(np.r_[True, words[1:] != words[:-1]])
+    sizes = np.diff(np.r_[starts, words.size])
+    codes = [np.zeros(0, dtype=np.int64)]
+    for start, size in zip(starts[sizes > 1], sizes[sizes > 1]):
+        held = holders[start:start + size]                 # ascending: the stable sort kept topic order
+        i, j = np.triu_indices(size, 1)
+        codes.append(held[i] * T + held[j])
+    pair, shared = np.unique(np.concatenate(codes), return_counts=True)
+    keep = 2 * shared > n
+    a, b = topics[pair[keep] // T], topics[pair[keep] % T]
+    rows = np.stack([shared[keep], np.minimum(a, b), np.maximum(a, b)], axis=1).astype(np.int64)
     return rows[np.lexsort((rows[:, 2], rows[:, 1], -rows[:, 0]))]
 
 
