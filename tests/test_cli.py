@@ -174,6 +174,33 @@ def test_existing_model_is_not_replaced_without_force(model, tmp_path):
     assert (root / "model" / "model.npz").read_bytes() == before
 
 
+def test_prepare_and_synth_replace_only_a_corpus_and_fit_writes_no_model_into_one(model, tmp_path):
+    """A corpus written over a model, or over a folder of other files, would delete them: refused
+    before any input is read, the folder as it was; an empty folder or an older corpus is replaced.
+    A model written into a corpus folder is refused too."""
+    root, _ = model
+    text = tmp_path / "docs.txt"
+    text.write_text("apple banana\nbanana cherry\napple cherry\n")
+    prepare = lambda out, *more: run("prepare", text, "--min-df", "1", "--max-df", "1", "-o", out, *more, ok=False)
+    before = (root / "model" / "model.npz").read_bytes()
+    assert_user_error(prepare(root / "model"), "holds a model", "nothing was changed")
+    assert (root / "model" / "model.npz").read_bytes() == before
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("keep me")
+    assert_user_error(prepare(notes), "files that are not a topicscale corpus")
+    assert_user_error(prepare(tmp_path / "c", "--heldout", "1", "--heldout-output", notes), str(notes))
+    assert not (tmp_path / "c").exists()
+    assert_user_error(run("synth", root / "model", "-n", "5", "-o", notes, ok=False), "not a topicscale corpus")
+    assert [f.name for f in notes.iterdir()] == ["todo.txt"] and (notes / "todo.txt").read_text() == "keep me"
+    (tmp_path / "empty").mkdir()
+    assert prepare(tmp_path / "empty").exit_code == 0
+    assert prepare(tmp_path / "empty").exit_code == 0                 # a corpus is replaced
+    r = run("fit", tmp_path / "empty", "-k", "2", "--passes", "1", "-o", tmp_path / "empty", ok=False)
+    assert_user_error(r, "holds a corpus", "folder of its own")
+    assert not (tmp_path / "empty" / "model.npz").exists()
+
+
 def test_heldout_with_another_vocabulary_is_refused(model, tmp_path):
     root, _ = model
     other = tmp_path / "other.txt"

@@ -39,9 +39,12 @@ LEARNED = ("alpha_auto", "eta_auto")
 
 
 def _check_output(output, force, init_model):
+    from .corpus.shards import is_corpus_folder
     out = Path(output)
     if out.exists() and not out.is_dir():
         raise TopicscaleError(f"{output} exists and is not a folder")
+    if is_corpus_folder(out):
+        raise TopicscaleError(f"{output} holds a corpus; write the model to a folder of its own")
     continuing = init_model and out.resolve() == Path(init_model).resolve()
     if (out / CHECKPOINT_FILE).exists() and not force:
         raise TopicscaleError(f"{output} holds an unfinished run; continue it with "

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from ..errors import InputError, TopicscaleError
 from . import readers
-from .shards import Corpus, CorpusWriter
+from .shards import Corpus, CorpusWriter, check_corpus_output
 from .tokenize import DEFAULT_TOKEN_PATTERN, Tokenizer, load_stopwords
 
 # recorded in both corpora's manifest stats ("prepare_version"); raised when the same command
@@ -138,6 +138,8 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
     fmt = fmt or readers.guess_format(inputs[0])
     output = Path(output)
     heldout_output = Path(heldout_output) if heldout_output else output.with_name(output.name + "-heldout")
+    for path in (output, heldout_output) if heldout else (output,):     # before reading any input
+        check_corpus_output(path)
     bar = tqdm(unit="doc", disable=not progress, leave=False, dynamic_ncols=True)
     source = [{"input": p, "format": fmt} for p in inputs]
     try:

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import atomic_dir
-from ..errors import InputError
+from ..errors import InputError, TopicscaleError
 from .. import __version__
 
 FORMAT = "topicscale-corpus"
@@ -97,10 +97,35 @@ def _read_slices(path, offset, starts, lengths, out, out_starts):
                          "or unreadable")
 
 
+def is_corpus_folder(path):
+    """True when `path` holds a topicscale corpus (its manifest names the format)."""
+    try:
+        return json.loads((Path(path) / "manifest.json").read_text()).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def check_corpus_output(path):
+    """Refuse (TopicscaleError) to write a corpus to `path` when that would replace anything but
+    an empty folder or another corpus: a model, or files of the user's, are never deleted."""
+    path = Path(path)
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise TopicscaleError(f"{path} exists and is not a folder")
+    from ..models.store import MODEL_FILE
+    if (path / MODEL_FILE).exists() or (any(path.iterdir()) and not is_corpus_folder(path)):
+        what = "a model" if (path / MODEL_FILE).exists() else "files that are not a topicscale corpus"
+        raise TopicscaleError(f"{path} holds {what}, which writing a corpus there would delete; "
+                              "write it to a new folder (nothing was changed)")
+
+
 class CorpusWriter:
-    """Stream documents into a new corpus folder; `close()` publishes it atomically."""
+    """Stream documents into a new corpus folder; `close()` publishes it atomically. It replaces
+    only an empty folder or another corpus (check_corpus_output)."""
 
     def __init__(self, path, vocab, shard_docs=SHARD_DOCS, source=None, keep_order=False):
+        check_corpus_output(path)
         self.path = Path(path)
         self.vocab = list(vocab)
         self.shard_docs = shard_docs
