@@ -231,6 +231,9 @@ def manpages_jsonl(paths, out):
 # ------------------------------------------------------------------------------ Python documentation
 _RST_UNDERLINE = re.compile(r"([=\-~^*#+\"'`])\1+")
 _RST_ROLE = re.compile(r":[a-z]+(?::[a-z]+)*:(?=`)")        # :meth: in :meth:`dict.get`
+# directives whose indented body is code, grammar or a table, not prose
+_RST_CODE = re.compile(r"\.\.\s+(code-block|sourcecode|code|testcode|testoutput|testsetup|doctest|"
+                       r"productionlist|csv-table|list-table|parsed-literal|math)::")
 
 
 def ensure_pydocs(log, allow_apt=True):
@@ -248,8 +251,9 @@ def ensure_pydocs(log, allow_apt=True):
 
 def _rst_paragraphs(source):
     """The prose paragraphs of a reStructuredText file: blocks between blank lines, without
-    directives (..), doctest (>>>) and table blocks, the literal block after a paragraph ending in
-    '::' (the lines indented deeper than it), heading underlines and role names."""
+    directive lines (..), doctest (>>>) and table blocks, the literal block after a paragraph
+    ending in '::' or a code directive (_RST_CODE: the lines indented deeper than it), heading
+    underlines and role names; the bodies of other directives (note, function, ...) are prose."""
     blocks, current = [], []
     for line in source.splitlines():
         if line.strip():
@@ -264,8 +268,10 @@ def _rst_paragraphs(source):
         indent = len(block[0]) - len(block[0].lstrip())
         if literal_indent is not None and indent > literal_indent:
             continue
-        literal_indent = indent if block[-1].rstrip().endswith("::") else None
-        if block[0].lstrip().startswith(("..", ">>>", "+-", "|", "===")):
+        first = block[0].lstrip()
+        code = _RST_CODE.match(first) or (not first.startswith("..") and block[-1].rstrip().endswith("::"))
+        literal_indent = indent if code else None
+        if first.startswith(("..", ">>>", "+-", "|", "===")):
             continue
         lines = [line.strip() for line in block if not _RST_UNDERLINE.fullmatch(line.strip())]
         paragraphs.append(_RST_ROLE.sub("", " ".join(lines)).replace("::", ":"))

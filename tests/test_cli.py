@@ -192,6 +192,13 @@ def test_prepare_and_synth_replace_only_a_corpus_and_fit_writes_no_model_into_on
     assert_user_error(prepare(tmp_path / "c", "--heldout", "1", "--heldout-output", notes), str(notes))
     assert not (tmp_path / "c").exists()
     assert_user_error(run("synth", root / "model", "-n", "5", "-o", notes, ok=False), "not a topicscale corpus")
+    run("synth", root / "model", "-n", "5", "-o", tmp_path / "s")
+    (tmp_path / "s-heldout").mkdir()
+    (tmp_path / "s-heldout" / "todo.txt").write_text("keep me")
+    before = (tmp_path / "s" / "manifest.json").read_text()
+    r = run("synth", root / "model", "-n", "5", "--heldout", "2", "--seed", "3", "-o", tmp_path / "s", ok=False)
+    assert_user_error(r, "s-heldout", "not a topicscale corpus")
+    assert (tmp_path / "s" / "manifest.json").read_text() == before       # OUTPUT not drawn first
     assert [f.name for f in notes.iterdir()] == ["todo.txt"] and (notes / "todo.txt").read_text() == "keep me"
     (tmp_path / "empty").mkdir()
     assert prepare(tmp_path / "empty").exit_code == 0
@@ -404,8 +411,13 @@ def test_the_repeats_line_says_what_to_try_only_when_a_tenth_of_the_topics_repea
     assert "--polish" not in _repeats_line(dict(lda, polish=dict(kept_passes, kept=10)))
     assert "--polish" not in _repeats_line(dict(lda, polish={"sweeps": 20, "seconds": 1.0}))
     assert "--polish" not in _repeats_line(dict(lda, polish={"sweeps": 0, "skipped": "memory"}))
-    hdp = _repeats_line({"model": "hdp", "topics": 150, "repeated_topics": 20, "polish": kept_passes})
-    assert "-k" not in hdp and "--polish 20" in hdp
+    hdp = {"model": "hdp", "topics": 150, "listed_topics": 40, "repeated_topics": 4, "polish": kept_passes}
+    assert "-k" not in _repeats_line(hdp) and "--polish 20" in _repeats_line(hdp)      # a tenth of 40
+    assert "--merge --heldout" in _repeats_line(hdp)
+    assert "--merge" not in _repeats_line(dict(hdp, merge={"merged": 2}))
+    assert _repeats_line(dict(hdp, repeated_topics=3)).endswith("top 10 shared)")
+    ctm = _repeats_line({"model": "ctm", "topics": 50, "repeated_topics": 5})
+    assert "fewer topics (-k)" in ctm and "--polish" not in ctm and "--merge" not in ctm
 
 
 def test_threads_outside_the_cores_are_refused(sotu, tmp_path):

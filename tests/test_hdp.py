@@ -351,6 +351,8 @@ def test_cli_topics_default_shows_the_topics_that_carry_the_mass(cli_model):
     assert weights == sorted(weights, reverse=True) and sum(weights) == pytest.approx(1.0)
     listed = carried(np.array(weights), load_model(out).token_weights()[[r["topic"] for r in every]])
     assert shown == [every[i] for i in listed] and len(shown) < 30
+    listed_ids = {r["topic"] for r in shown}                  # repeats counted among these alone
+    assert all(set(r["repeats"]) <= listed_ids and (r["topic"] in listed_ids or not r["repeats"]) for r in every)
     assert sum(r["weight"] for r in shown) >= 0.99
     assert len(run("topics", out).splitlines()) == len(shown)
 

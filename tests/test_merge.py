@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from synthetic import lda_documents, planted_topics, write_corpus
 from topicscale import merge as merging
 from topicscale.cli import cli
-from topicscale.coherence import repeated_pairs, repeated_topics
+from topicscale.coherence import largest_per_column, repeated_pairs, repeated_topics
 from topicscale.convergence import RowSample
 from topicscale.evaluate import evaluate_exported, evaluate_topics
 from topicscale.models import load_model
@@ -60,6 +60,30 @@ def test_repeated_pairs_share_more_than_half_and_count_as_repeated_topics():
     assert list(pairs[:, 0]) == sorted(pairs[:, 0], reverse=True)
     assert repeated_topics(lam, np.arange(12)) == np.unique(pairs[:, 1:]).size >= 3
     assert not repeated_pairs(lam, np.array([0, 1, 2, 3])).size
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_repeated_pairs_are_those_of_a_pairwise_comparison_in_their_order(seed):
+    """Every pair of topics compared by their top-10 sets (the slow way): the same pairs, the same
+    shared counts, most shared first and then by topic numbers; a few words shared by many topics
+    (ties in the top words included) and a subset of the topics in any order."""
+    rng = np.random.default_rng(seed)
+    V, K = 40, 30
+    lam = rng.gamma(0.3, size=(V, K)).round(1) + 0.01          # rounded: ties among the top words
+    lam[:6] += rng.gamma(2.0, size=(6, K))                      # frequent words in most topics
+    topics = rng.permutation(K)[:25]
+    top = largest_per_column(lam, 10)
+    expected = sorted(((len(set(top[:, a]) & set(top[:, b])), min(a, b), max(a, b))
+                       for i, a in enumerate(topics) for b in topics[i + 1:]
+                       if 2 * len(set(top[:, a]) & set(top[:, b])) > 10),
+                      key=lambda r: (-r[0], r[1], r[2]))
+    assert len(expected) > 5 and repeated_pairs(lam, topics).tolist() == [list(r) for r in expected]
+
+
+def test_a_vocabulary_of_fewer_than_twice_the_top_words_has_no_repeats():
+    lam = np.random.default_rng(0).gamma(1.0, size=(19, 5))
+    assert repeated_pairs(lam, np.arange(5)).shape == (0, 3) and repeated_topics(lam, np.arange(5)) == 0
+    assert repeated_pairs(np.vstack([lam, lam[:1]]), np.arange(5)).size  # 20 words: top 10 of each overlap
 
 
 @pytest.fixture(scope="module")

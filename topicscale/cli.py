@@ -213,14 +213,18 @@ def synth(model, output, documents, doc_length, alpha, heldout, seed, as_json, q
     Topics fitted on a real corpus keep word statistics realistic: a way to make corpora of
     any size for scaling tests.
     """
+    from .corpus.shards import check_corpus_output
     from .corpus.synth import synthesize
     from .models import load_model
+    heldout_output = output.rstrip("/") + "-heldout"
+    for path in (output, heldout_output) if heldout else (output,):     # before drawing any
+        check_corpus_output(path)
     m = load_model(model)
     beta = m.expected_beta().T
     summary = synthesize(beta, m.vocab, output, documents, doc_length, alpha, seed=seed,
                          progress=_show_progress(quiet))
     if heldout:
-        summary["heldout"] = synthesize(beta, m.vocab, output.rstrip("/") + "-heldout", heldout, doc_length,
+        summary["heldout"] = synthesize(beta, m.vocab, heldout_output, heldout, doc_length,
                                         alpha, seed=seed + 1)["output"]
     _emit(as_json, summary, [f"wrote {summary['output']}: {summary['documents']} documents drawn from "
                              f"{summary['topics']} topics"])
@@ -391,17 +395,20 @@ def _merge_line(m):
 
 
 def _repeats_line(summary):
-    """How many topics repeat another, and when they are many (a tenth of K or more) what to try:
-    fewer topics (not the HDP's truncation), or sweeps that pull them apart when none were kept."""
+    """How many topics repeat another, and when they are many (a tenth of the listed topics or
+    more) what to try: fewer topics (not the HDP's truncation), sweeps that pull them apart when
+    none were kept (LDA, HDP), the HDP's merge when none ran."""
     from .coherence import REPEAT_WORDS
-    repeated = summary["repeated_topics"]
+    repeated, kind = summary["repeated_topics"], summary.get("model")
     line = f"{repeated} topics repeat another's top words (more than half of their top {REPEAT_WORDS} shared)"
-    if 10 * repeated < summary["topics"]:
+    if 10 * repeated < summary.get("listed_topics", summary["topics"]):
         return line
-    tries = [] if summary.get("model") == "hdp" else ["fewer topics (-k) may suit this corpus"]
+    tries = [] if kind == "hdp" else ["fewer topics (-k) may suit this corpus"]
     polish = summary.get("polish")
-    if not polish or (polish.get("kept") == 0 and not polish.get("skipped")):
+    if kind in ("lda", "hdp") and (not polish or (polish.get("kept") == 0 and not polish.get("skipped"))):
         tries.append("--polish 20 pulls them apart (sharper topics, often a lower held-out score)")
+    if kind == "hdp" and "merge" not in summary:
+        tries.append("--merge --heldout CORPUS merges those the held-out documents do not tell apart")
     return "; ".join([line] + tries)
 
 
@@ -552,7 +559,7 @@ def _largest_per_column(matrix, n, block_rows=4096):
 def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     """Top words of the topics, with each topic's share of the corpus, and the listed topics each
     repeats (shares more than half of its top 10 words with), as `[repeats 3 7]`."""
-    from .coherence import repeated_pairs, saved_scores, top_words
+    from .coherence import repeated_pairs, saved_scores, shown_topics, top_words
     from .models import load_model
     m = load_model(model)
     if n_pairs is not None and not hasattr(m, "correlations"):
@@ -565,7 +572,7 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     order = [int(k) for k in m.display_order(show_all)]
     scores = saved_scores(model, m) if as_json else {}          # `eval --coherence` saved them
     repeats = {k: [] for k in order}
-    for _, a, b in repeated_pairs(m.lam, order).tolist():
+    for _, a, b in repeated_pairs(m.lam, shown_topics(m)).tolist():        # --all: none among the rest
         repeats[a].append(b)
         repeats[b].append(a)
     rows = []

@@ -114,11 +114,13 @@ def model_diversity(model, n=DIVERSITY_WORDS):
 
 def repeated_pairs(lam, topics, n=REPEAT_WORDS):
     """The pairs of `topics` that share more than half of their top n words (at most V): rows
-    (shared, a, b) with a < b indices into lam's columns, most shared first. The shared counts
+    (shared, a, b) with a < b indices into lam's columns, most shared first; none when V < 2n,
+    where the top n are most of the vocabulary and any two topics share them. The shared counts
     come from the topics that hold each top word (an inverted index), so only pairs that share a
     word are counted; numpy alone, for `topics`' start-up."""
     topics = np.asarray(topics, dtype=np.int64)
-    n = min(n, lam.shape[0])
+    if lam.shape[0] < 2 * n:
+        return np.zeros((0, 3), dtype=np.int64)
     T = topics.size
     top = largest_per_column(lam, n)[:, topics]
     words, holders = top.T.ravel(), np.repeat(np.arange(T), n)

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import convergence, options, registry
 from .atomic import atomic_file
-from .coherence import model_repeats
+from .coherence import model_repeats, shown_topics
 from .corpus.shards import Corpus, open_corpus
 from .corpus.subset import CorpusWithout
 from .errors import TopicscaleError
@@ -285,7 +285,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             say(f"topicscale: wrote a partial model to {output}; continue with "
                 f"`topicscale fit --resume {output}`")
             return summary, stop.signum
-        summary["repeated_topics"] = model_repeats(model)
+        summary.update(repeated_topics=model_repeats(model), listed_topics=len(shown_topics(model)))
         record(dict(summary, event="summary"))
         log.close()
         if summary.get("polish"):

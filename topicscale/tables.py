@@ -69,18 +69,13 @@ def table_writer(path, columns, n_rows, json_key=None):
             written += len(ids)
         return write_rows
 
-    if path == STDOUT:
-        out = sys.stdout
-        rows = csv.writer(out, delimiter="\t", lineterminator="\n")
-        if json_key is None:
-            rows.writerow(["id", *columns])
-
+    if json_key is not None and path != STDOUT:
+        raise ValueError(f"JSON lines go to standard output ({STDOUT!r}), not to {path}")
+    if json_key is not None:
         def write(ids, block):
-            if json_key is None:
-                rows.writerows([i, *map(repr, values)] for i, values in zip(ids, block.tolist()))
-            else:
-                out.writelines(json.dumps({"id": i, json_key: values}) + "\n" for i, values in zip(ids, block.tolist()))
-            out.flush()
+            sys.stdout.writelines(json.dumps({"id": i, json_key: values}) + "\n"
+                                  for i, values in zip(ids, block.tolist()))
+            sys.stdout.flush()
         yield counted(write)
         _check_count(path, written, n_rows)
     elif suffix == ".npy":
@@ -105,12 +100,13 @@ def table_writer(path, columns, n_rows, json_key=None):
                 yield counted(write)
             _check_count(path, written, n_rows)
     else:
-        with atomic_file(path, "w") as fh:
+        with contextlib.nullcontext(sys.stdout) if path == STDOUT else atomic_file(path, "w") as fh:
             rows = csv.writer(fh, delimiter="\t" if suffix == ".tsv" else ",", lineterminator="\n")
             rows.writerow(["id", *columns])
 
             def write(ids, block):
                 rows.writerows([i, *map(repr, values)] for i, values in zip(ids, block.tolist()))
+                fh.flush()
             yield counted(write)
             _check_count(path, written, n_rows)
 

@@ -114,8 +114,9 @@ def check_corpus_output(path):
     if not path.is_dir():
         raise TopicscaleError(f"{path} exists and is not a folder")
     from ..models.store import MODEL_FILE
-    if (path / MODEL_FILE).exists() or (any(path.iterdir()) and not is_corpus_folder(path)):
-        what = "a model" if (path / MODEL_FILE).exists() else "files that are not a topicscale corpus"
+    model = (path / MODEL_FILE).exists()
+    if model or (any(path.iterdir()) and not is_corpus_folder(path)):
+        what = "a model" if model else "files that are not a topicscale corpus"
         raise TopicscaleError(f"{path} holds {what}, which writing a corpus there would delete; "
                               "write it to a new folder (nothing was changed)")
 
