@@ -1,7 +1,7 @@
 """Are the defaults right? (issue 23) The default `fit` against each variant at equal training time,
 on corpora of different shapes.
 
-    python benchmarks/bench_defaults.py [--corpora nyt,sotu,gcide,foldoc,debian] [--topics 50]
+    python benchmarks/bench_defaults.py [--corpora nyt,sotu,gcide,foldoc,debian,pydocs] [--topics 50]
                                         [--passes 1,5,20] [--out benchmarks/results]
 
 Per corpus and K: the default `fit -k K --passes P` for each P gives a training time T_P (its
@@ -92,7 +92,7 @@ def orchestrate(args):
 
 
 def main(argv=None):
-    ap = case_arguments(__doc__, "nyt,sotu,gcide,foldoc,debian", "50")
+    ap = case_arguments(__doc__, "nyt,sotu,gcide,foldoc,debian,pydocs", "50")
     ap.add_argument("--passes", default="1,5,20", help="the default's pass counts whose times are the budgets")
     try:
         orchestrate(ap.parse_args(argv))
