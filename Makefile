@@ -18,7 +18,7 @@ install: $(STAMP)
 # Prepare the bundled State of the Union paragraphs, fit LDA, print topics and the held-out score.
 demo: $(STAMP)
 	$(BIN)/topicscale prepare data/sotu.jsonl.gz --heldout 0.1 --min-df 5 -o $(DEMO)/sotu
-	$(BIN)/topicscale fit $(DEMO)/sotu --config demo --heldout $(DEMO)/sotu-heldout --force -o $(DEMO)/model
+	$(BIN)/topicscale fit $(DEMO)/sotu --config demo --force -o $(DEMO)/model
 	$(BIN)/topicscale topics $(DEMO)/model
 	$(BIN)/topicscale eval $(DEMO)/model $(DEMO)/sotu-heldout
 

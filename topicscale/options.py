@@ -147,7 +147,10 @@ RUN_OPTIONS = (
            "Run the local steps on a dask LocalCluster of this many worker processes on this machine. "
            "Needs topicscale[dask]."),
     Option("heldout", ("--heldout",), click.Path(exists=True, file_okay=False),
-           "Held-out corpus scored during and after training (eval's default protocol)."),
+           "Held-out corpus scored during and after training (eval's default protocol). When fit "
+           "trains until the model stops improving (no --passes, --time-limit, --max-docs), it also "
+           "decides when to stop, the polish and the merges, in place of documents held aside from "
+           "training: its final score is then not of unseen documents."),
     Option("eval_every", ("--eval-every",), click.IntRange(1), "Minibatches between held-out evaluations.",
            default_text="only at the end"),
     Option("checkpoint_every", ("--checkpoint-every",), click.IntRange(1), "Minibatches between checkpoints."),
