@@ -245,6 +245,24 @@ def test_odd_words_are_in_the_table(lda, tmp_path):
     assert "<script" not in text and set(ODD_WORDS) <= set(" ".join(Page(text).text).split())
 
 
+def test_the_table_names_the_topics_each_repeats_as_topics_does(lda, tmp_path):
+    """Topic 5 made a copy of topic 1 (its lambda scaled): both say so, on the page and in
+    `topics --json`; the others repeat none."""
+    m = load_model(lda)
+    lam = np.array(m.lam)
+    lam[:, 5] = 0.5 * lam[:, 1]
+    m.lam = lam
+    m.save(tmp_path / "m")
+    data = report.gather(tmp_path / "m")
+    repeats = {t["topic"]: t["repeats"] for t in data.topics}
+    assert repeats == {0: [], 1: [5], 2: [], 3: [], 4: [], 5: [1]}
+    rows = json.loads(run("topics", tmp_path / "m", "--json").output)
+    assert {r["topic"]: r["repeats"] for r in rows} == repeats
+    run("report", tmp_path / "m", "-o", tmp_path / "r.html")
+    text = " ".join(Page((tmp_path / "r.html").read_text()).text)
+    assert text.count("(repeats 5)") == 1 and text.count("(repeats 1)") == 1 and text.count("(repeats") == 2
+
+
 def test_the_same_model_gives_the_same_page(lda, tmp_path):
     run("report", lda, "-o", tmp_path / "a.html")
     run("report", lda, "-o", tmp_path / "b.html")

@@ -559,7 +559,7 @@ def _largest_per_column(matrix, n, block_rows=4096):
 def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     """Top words of the topics, with each topic's share of the corpus, and the listed topics each
     repeats (shares more than half of its top 10 words with), as `[repeats 3 7]`."""
-    from .coherence import repeated_pairs, saved_scores, shown_topics, top_words
+    from .coherence import repeats_by_topic, saved_scores, top_words
     from .models import load_model
     m = load_model(model)
     if n_pairs is not None and not hasattr(m, "correlations"):
@@ -571,14 +571,11 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     weights = m.topic_weights()
     order = [int(k) for k in m.display_order(show_all)]
     scores = saved_scores(model, m) if as_json else {}          # `eval --coherence` saved them
-    repeats = {k: [] for k in order}
-    for _, a, b in repeated_pairs(m.lam, shown_topics(m)).tolist():        # --all: none among the rest
-        repeats[a].append(b)
-        repeats[b].append(a)
+    repeats = repeats_by_topic(m)                          # --all: the unlisted topics repeat none
     rows = []
     for k, (top, row) in zip(order, top_words(m.lam, n_words, order)):
         rows.append({"topic": k, "weight": float(weights[k]), "words": [m.vocab[i] for i in top],
-                     "weights": [float(x) for x in row], "repeats": sorted(repeats[k])})
+                     "weights": [float(x) for x in row], "repeats": repeats.get(k, [])})
         if k in scores:
             rows[-1]["coherence"] = scores[k]
     if as_json:

@@ -149,6 +149,15 @@ def model_repeats(model, n=REPEAT_WORDS):
     return repeated_topics(model.lam, shown_topics(model), n)
 
 
+def repeats_by_topic(model, n=REPEAT_WORDS):
+    """{topic: the listed topics it repeats, ascending} for each listed topic (shown_topics)."""
+    repeats = {int(k): [] for k in shown_topics(model)}
+    for _, a, b in repeated_pairs(model.lam, shown_topics(model), n).tolist():
+        repeats[a].append(b)
+        repeats[b].append(a)
+    return {k: sorted(v) for k, v in repeats.items()}
+
+
 # ------------------------------------------------------------------------------ counting
 def parse_measures(text):
     """'u_mass,c_v' -> ['u_mass', 'c_v'] (order kept, repeats dropped); unknown names refused."""

@@ -27,7 +27,7 @@ class ReportData:
     model_path: str
     kind: str
     facts: list                          # (name, value) pairs describing the model
-    topics: list                         # shown topics: {topic, weight, words, coherence: {measure: score}}
+    topics: list                         # shown topics: {topic, weight, words, coherence: {measure: score}, repeats}
     weights: np.ndarray                  # every topic's share of the corpus (K)
     coherence_measures: list = field(default_factory=list)
     coherence_note: str = ""
@@ -137,14 +137,15 @@ def describe(model_path, model):
 def gather(model_path, heldout=None, top_n=10):
     """Everything the report shows, as numbers and words (ReportData). heldout: a held-out
     corpus folder to score by eval's default protocol."""
-    from .coherence import top_words
+    from .coherence import repeats_by_topic, top_words
     from .models import load_model
     model = load_model(model_path)
     weights = model.topic_weights()
     shown = [int(k) for k in model.display_order(False)]
     measures, scores, coherence_note = topic_coherence(model_path, model, top_n)
+    repeats = repeats_by_topic(model)
     topics = [{"topic": k, "weight": float(weights[k]), "words": [model.vocab[i] for i in ids],
-               "coherence": scores.get(k, {})}
+               "coherence": scores.get(k, {}), "repeats": repeats[k]}
               for k, (ids, _) in zip(shown, top_words(model.lam, top_n, shown))]
     curve, curve_note = heldout_curve(model_path)
     data = ReportData(model_path=str(model_path), kind=model.kind, facts=describe(model_path, model),

@@ -19,6 +19,7 @@ table { border-collapse: collapse; } td, th { padding: 3px 10px 3px 0; text-alig
 table.facts td:nth-child(odd) { color: #555; } table.facts td:nth-child(2) { padding-right: 40px; }
 table.topics td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.topics tr:nth-child(even) { background: #f4f6f9; }
+.repeats { color: #9a3b00; white-space: nowrap; }
 img { max-width: 100%; height: auto; display: block; margin: 6px 0; }
 .note { color: #7a4b00; background: #fff6e0; padding: 6px 10px; border-left: 3px solid #e0a400; }
 .score { font-size: 15px; }
@@ -77,8 +78,10 @@ def _topics_table(data):
     rows = []
     for t in data.topics:
         scores = "".join(f'<td class="num">{_number(t["coherence"].get(m))}</td>' for m in measures)
+        repeats = (f' <span class="repeats">(repeats {" ".join(map(str, t["repeats"]))})</span>'
+                   if t.get("repeats") else "")
         rows.append(f'<tr><td class="num">{t["topic"]}</td><td class="num">{100 * t["weight"]:.1f}%</td>'
-                    f'{scores}<td>{_e(" ".join(t["words"]))}</td></tr>')
+                    f'{scores}<td>{_e(" ".join(t["words"]))}{repeats}</td></tr>')
     return f'<table class="topics">{head}{"".join(rows)}</table>'
 
 
