@@ -113,7 +113,7 @@ def model_diversity(model, n=DIVERSITY_WORDS):
 
 
 def repeated_pairs(lam, topics, n=REPEAT_WORDS):
-    """The pairs of `topics` that share more than half of their top n words (at most V): rows
+    """The pairs of `topics` that share more than half of their top n words: rows
     (shared, a, b) with a < b indices into lam's columns, most shared first; none when V < 2n,
     where the top n are most of the vocabulary and any two topics share them. The shared counts
     come from the topics that hold each top word (an inverted index), so only pairs that share a
@@ -151,8 +151,9 @@ def model_repeats(model, n=REPEAT_WORDS):
 
 def repeats_by_topic(model, n=REPEAT_WORDS):
     """{topic: the listed topics it repeats, ascending} for each listed topic (shown_topics)."""
-    repeats = {int(k): [] for k in shown_topics(model)}
-    for _, a, b in repeated_pairs(model.lam, shown_topics(model), n).tolist():
+    listed = shown_topics(model)
+    repeats = {int(k): [] for k in listed}
+    for _, a, b in repeated_pairs(model.lam, listed, n).tolist():
         repeats[a].append(b)
         repeats[b].append(a)
     return {k: sorted(v) for k, v in repeats.items()}
