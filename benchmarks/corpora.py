@@ -17,7 +17,7 @@
 * manpages: the paragraphs of Debian's `manpages` and `manpages-dev` (Linux man-pages 6.03: system
          calls, the C library, file formats, overviews), technical prose.
 * pydocs: the prose paragraphs of Debian's `python3.11-doc` (the reStructuredText sources of the
-         Python 3.11 documentation: tutorial, library and C API reference, what's new), about 30k
+         Python 3.11 documentation: tutorial, library and C API reference, what's new), about 33k
          short paragraphs; added after the defaults were last chosen, to check them on a fresh corpus.
 A Debian package or index that is missing is installed or fetched with apt-get when this process
 may (root, apt-get on PATH); the corpus is skipped with a message when not.
