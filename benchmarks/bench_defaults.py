@@ -19,8 +19,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_quality import case_arguments, fit, fresh_case, run_cases  # noqa: E402
-from common import BenchError, run_worker  # noqa: E402
+from bench_quality import case_arguments, fit, fresh_case, run_cases, score_runs  # noqa: E402
+from common import BenchError  # noqa: E402
 
 VARIANTS = {"svi + meanfield": ["--local", "meanfield"], "svi + cvb0": ["--local", "cvb0"],
             "scvb0": ["--algorithm", "scvb0"], "ssmf-a + gibbs": ["--algorithm", "ssmf-a"]}
@@ -41,10 +41,8 @@ def run_case(args, corpus, K, env, work, log):
             folder = cwork / f"{label.replace(' + ', '-')}-p{p}"
             rows.append(dict(fit(corpus, K, ["--time-limit", f"{limit:.4f}", *extra], folder, env, log,
                                  f"{name} {label}, {limit:.2f} s"), setting=label))
-        scores = run_worker(HERE / "bench_quality.py", "score",
-                            {"train": corpus["train"], "heldout": corpus["heldout"], "threads": 2,
-                             "paths": [r["path"] for r in rows], "tag": f"score-{K}-{p}"},
-                            cwork, env, log, f"{name} score {len(rows)} runs", timeout=args.timeout)
+        scores = score_runs(rows, corpus, f"score-{K}-{p}", cwork, env, log, f"{name} score {len(rows)} runs",
+                            args.timeout)
         for r, s in zip(rows, scores):
             r.update({k: s[k] for k in ("per_word_ll", "npmi", "diversity", "overlaps")})
             r.pop("path")

@@ -124,6 +124,14 @@ def fit(corpus, K, extra, folder, env, log, what, seed=0):
             "polish": summary.get("polish"), "path": str(folder)}
 
 
+def score_runs(rows, corpus, tag, cwork, env, log, what, timeout):
+    """The score worker's measures (score) of each row's topic matrix (its "path"), in a process
+    of its own, in row order."""
+    return run_worker(HERE / "bench_quality.py", "score",
+                      {"train": corpus["train"], "heldout": corpus["heldout"], "threads": 2,
+                       "paths": [r["path"] for r in rows], "tag": tag}, cwork, env, log, what, timeout=timeout)
+
+
 def fresh_case(work, kind, corpus, K, env, log):
     """(name, folder) of a case: WORK/KIND/<corpus>-k<K> emptied, and a discarded fit run in it
     first, so that the numba cache holds every kernel before anything is timed."""
@@ -162,10 +170,8 @@ def run_case(args, corpus, K, env, work, log):
     for item in tomo["snapshots"]:
         rows.append({"tool": "tomotopy", "setting": f"{item['iterations']} iterations",
                      "train_seconds": item["train_seconds"], "path": item["path"]})
-    scores = run_worker(HERE / "bench_quality.py", "score",
-                        {"train": corpus["train"], "heldout": corpus["heldout"], "threads": 2,
-                         "paths": [r["path"] for r in rows], "tag": f"score-{K}"},
-                        cwork, env, log, f"{name} score {len(rows)} topic matrices", timeout=args.timeout)
+    scores = score_runs(rows, corpus, f"score-{K}", cwork, env, log, f"{name} score {len(rows)} topic matrices",
+                        args.timeout)
     for r, s in zip(rows, scores):
         r.update({k: v for k, v in s.items() if k != "path"})
         r.pop("path")

@@ -18,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_quality import case_arguments, fit, fresh_case, run_cases  # noqa: E402
+from bench_quality import case_arguments, fit, fresh_case, run_cases, score_runs  # noqa: E402
 from common import BenchError, run_worker  # noqa: E402
 
 MEASURES = (("per_word_ll", "held-out LL", "{:.4f}"), ("gibbs_ll", "held-out LL, Gibbs fold-in", "{:.4f}"),
@@ -39,10 +39,8 @@ def run_case(args, corpus, K, env, work, log):
         last = run_worker(HERE / "peers.py", "train", spec, cwork, env, log,
                           f"{name} tomotopy {args.gibbs} iterations, seed {seed}", timeout=args.timeout)["snapshots"][-1]
         rows.append({"tool": "tomotopy", "seed": seed, "train_seconds": last["train_seconds"], "path": last["path"]})
-    scores = run_worker(HERE / "bench_quality.py", "score",
-                        {"train": corpus["train"], "heldout": corpus["heldout"], "threads": 2,
-                         "paths": [r["path"] for r in rows], "tag": f"score-{K}"},
-                        cwork, env, log, f"{name} score {len(rows)} topic matrices", timeout=args.timeout)
+    scores = score_runs(rows, corpus, f"score-{K}", cwork, env, log, f"{name} score {len(rows)} topic matrices",
+                        args.timeout)
     for r, s in zip(rows, scores):
         r.update({k: v for k, v in s.items() if k not in ("path", "worst")})
         r.pop("path")

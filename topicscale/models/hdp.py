@@ -101,7 +101,7 @@ def carried(weights, tokens, mass=MASS):
     it is missing from the listing and its documents from every score of the listed topics."""
     order = np.argsort(-np.asarray(weights), kind="stable")
     keep = np.zeros(order.shape[0], dtype=bool)
-    keep[order[:carrying(weights, mass)]] = True
+    keep[heaviest(weights, mass)] = True
     if tokens is not None:
         keep[heaviest(tokens, mass)] = True
     return order[keep[order]]
