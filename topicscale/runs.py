@@ -18,7 +18,7 @@ import numpy as np
 
 from . import convergence, options, registry
 from .atomic import atomic_file
-from .coherence import model_repeats, shown_topics
+from .coherence import repeated_topics, shown_topics
 from .corpus.shards import Corpus, open_corpus
 from .corpus.subset import CorpusWithout
 from .errors import TopicscaleError
@@ -285,7 +285,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             say(f"topicscale: wrote a partial model to {output}; continue with "
                 f"`topicscale fit --resume {output}`")
             return summary, stop.signum
-        summary.update(repeated_topics=model_repeats(model), listed_topics=len(shown_topics(model)))
+        listed = shown_topics(model)
+        summary.update(repeated_topics=repeated_topics(model.lam, listed), listed_topics=len(listed))
         record(dict(summary, event="summary"))
         log.close()
         if summary.get("polish"):
