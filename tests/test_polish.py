@@ -202,18 +202,18 @@ def test_the_estimator_polishes_as_fit_does_and_partial_fit_refuses_it(planted, 
         LDA(n_components=8, polish=3).partial_fit(np.ones((4, 240)))
 
 
-def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda: False, repeating=False):
-    """Polish "auto" on a fresh model, scored by `scores` in turn; returns (model, its passes'
-    lambda, the lambdas scored, the result). `repeating`: topics 4-7 repeat topics 0-3."""
+def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda: False, repeating=0):
+    """Polish "auto" on a fresh 30-topic model, scored by `scores` in turn; returns (model, its
+    passes' lambda, the lambdas scored, the result). `repeating`: how many of topics 0-14 topics
+    15-29 repeat (twice as many topics repeat another)."""
     from topicscale.coherence import model_repeats
     from topicscale.models.lda import LDAModel
     monkeypatch.setattr(polish_module, "MAX_SWEEPS", max_sweeps)
-    model = LDAModel.initial(corpus.vocab, 8, 0.125, 0.01, np.random.default_rng(0))
-    if repeating:
-        lam = np.array(model.lam)
-        lam[:, 4:] = lam[:, :4] * 1.01
-        model.lam = lam
-    assert model_repeats(model) == (8 if repeating else 0)
+    model = LDAModel.initial(corpus.vocab, 30, 1 / 30, 0.01, np.random.default_rng(0))
+    lam = np.array(model.lam)
+    lam[:, 15:15 + repeating] = lam[:, :repeating] * 1.01
+    model.lam = lam
+    assert model_repeats(model) == 2 * repeating
     passes, scored = np.array(model.lam), []
 
     def score(m):
@@ -225,18 +225,34 @@ def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda:
 
 
 @pytest.mark.parametrize("scores,repeating,sweeps,kept", [
-    ([-5.0, -5.005, -5.004], False, 10, 0),      # within a check's gain of the passes: the passes' topics
-    ([-5.0, -5.005, -5.004], True, 10, 10),      # ... unless they repeat one another
-    ([-5.0, -5.02, -5.03], True, 10, 0),         # the sweeps lose by more than REPEAT_MARGIN
-    ([-5.0, -5.0, -4.9, -4.91, -4.92], True, 20, 10)])
+    ([-5.0, -5.005, -5.004], 0, 10, 0),          # within a check's gain of the passes: the passes' topics
+    ([-5.0, -5.005, -5.004], 1, 10, 10),         # ... unless they repeat one another
+    ([-5.0, -5.02, -5.03], 1, 10, 0),            # the sweeps lose by more than REPEAT_MARGIN
+    ([-5.0, -5.0, -4.9, -4.91, -4.92], 1, 20, 10),
+    ([-5.0, -5.3, -5.2, -5.21, -5.22], 2, 20, 10)])  # a tenth repeat or more: the passes are not kept
 def test_auto_keeps_the_sweeps_within_a_margin_of_passes_whose_topics_repeat(planted, monkeypatch, scores,
                                                                             repeating, sweeps, kept):
     _, corpus = planted
     model, passes, scored, result = run_auto(corpus, scores, monkeypatch, repeating=repeating)
     assert (result["sweeps"], result["kept"]) == (sweeps, kept) and result["scores"] == scores
-    assert result.get("passes_repeating") == (8 if repeating else None)
+    assert result.get("passes_repeating") == (2 * repeating or None)
+    assert result.get("passes_ruled_out", False) == (repeating == 2)
     assert np.array_equal(model.lam, scored[kept // polish_module.CHECK_SWEEPS])
-    assert ("they had to score 0.01 higher" in cli_module._polish_line(dict(result, scored_on="x"))) == repeating
+    line = cli_module._polish_line(dict(result, scored_on="x"))
+    assert ("they had to score 0.01 higher" in line) == (repeating == 1)
+    assert ("a tenth or more, so not kept" in line) == (repeating == 2)
+
+
+def test_an_hdp_with_many_repeating_topics_keeps_passes_that_outscore_its_sweeps(planted, monkeypatch):
+    from topicscale.models.hdp import HDPModel
+    _, corpus = planted
+    model = HDPModel.initial(corpus.vocab, 10, 1.0, 1.0, 0.01, np.random.default_rng(1), topics="near-uniform")
+    lam = np.array(model.lam)
+    lam[:, 5:] = lam[:, :5] * 1.01
+    model.lam = lam
+    scores = iter([-5.0, -5.3, -5.2])
+    result = polish_module.Polish(corpus, "auto", corpus.path)(model, score=lambda m: next(scores))
+    assert result["kept"] == 0 and "passes_ruled_out" not in result and result["passes_repeating"] > 0
 
 
 @pytest.mark.parametrize("scores,kept", [([-5.0, -5.1, -5.2], 0), ([-5.0, -4.9, -4.8, -4.8, -4.8], 10)])
@@ -283,7 +299,7 @@ def test_auto_scores_the_topics_a_fixed_number_of_sweeps_gives(planted, monkeypa
     from topicscale.models.lda import LDAModel
     _, corpus = planted
     _, _, scored, _ = run_auto(corpus, [-5.0, -4.0, -3.0], monkeypatch, max_sweeps=10)
-    fixed = LDAModel.initial(corpus.vocab, 8, 0.125, 0.01, np.random.default_rng(0))
+    fixed = LDAModel.initial(corpus.vocab, 30, 1 / 30, 0.01, np.random.default_rng(0))
     polish_module.Polish(corpus, 5, corpus.path)(fixed)
     assert np.array_equal(scored[1], fixed.lam)
 
@@ -294,7 +310,7 @@ def test_auto_skips_what_would_not_fit_in_memory_and_a_stop_restores_the_passes_
     model, passes, scored, result = run_auto(corpus, [-5.0, -4.0, -3.0], monkeypatch,
                                              stop_requested=lambda: next(polls) == 12)
     assert result is None and np.array_equal(model.lam, passes) and len(scored) == 3  # checks at 5 and 10
-    need = polish_module.responsibilities_bytes(corpus, 8)
+    need = polish_module.responsibilities_bytes(corpus, 30)
     for resident, available in ((need - 1, None), (need, 2 * need - 2)):    # over 4 GiB, over half
         monkeypatch.setattr(polish_module, "RESIDENT_BYTES", resident)
         monkeypatch.setattr(polish_module, "available_memory", lambda: available)

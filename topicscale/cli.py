@@ -370,8 +370,12 @@ def _polish_line(p):
     scores = p["scores"]
     if len(scores) == 1:
         return f"{line}, too few to score: kept the passes' topics"
-    repeating = (f" ({p['passes_repeating']} of whose topics repeat another: they had to score "
-                 f"{p['repeat_margin']} higher)") if p.get("passes_repeating") else ""
+    repeating = ""
+    if p.get("passes_ruled_out"):
+        repeating = f" ({p['passes_repeating']} of whose topics repeat another: a tenth or more, so not kept)"
+    elif p.get("passes_repeating"):
+        repeating = (f" ({p['passes_repeating']} of whose topics repeat another: they had to score "
+                     f"{p['repeat_margin']} higher)")
     if not p["kept"]:
         return (f"{line}; at best they scored {max(scores[1:]):.4f} on {p['scored_on']} against the passes' "
                 f"{scores[0]:.4f}{repeating}: kept the passes' topics")
@@ -398,10 +402,10 @@ def _repeats_line(summary):
     """How many topics repeat another, and when they are many (a tenth of the listed topics or
     more) what to try: fewer topics (not the HDP's truncation), sweeps that pull them apart when
     none were kept (LDA, HDP), the HDP's merge when none ran."""
-    from .coherence import REPEAT_WORDS
+    from .coherence import REPEAT_WORDS, many_repeat
     repeated, kind = summary["repeated_topics"], summary.get("model")
     line = f"{repeated} topics repeat another's top words (more than half of their top {REPEAT_WORDS} shared)"
-    if 10 * repeated < summary.get("listed_topics", summary["topics"]):
+    if not many_repeat(repeated, summary.get("listed_topics", summary["topics"])):
         return line
     tries = [] if kind == "hdp" else ["fewer topics (-k) may suit this corpus"]
     polish = summary.get("polish")

@@ -52,6 +52,7 @@ GENSIM_WINDOWS = {"c_npmi": 10, "c_uci": 10, "c_v": 110}
 EPSILON = 1e-12
 DIVERSITY_WORDS = 25
 REPEAT_WORDS = 10
+MANY_REPEATS = 0.1      # share of the listed topics repeating another that fit warns of and the polish rules out
 RESULT_FILE = "coherence.json"
 
 
@@ -147,6 +148,11 @@ def repeated_topics(lam, topics, n=REPEAT_WORDS):
 
 def model_repeats(model, n=REPEAT_WORDS):
     return repeated_topics(model.lam, shown_topics(model), n)
+
+
+def many_repeat(repeated, listed):
+    """True when `repeated` of `listed` topics are MANY_REPEATS of them or more."""
+    return repeated >= MANY_REPEATS * listed
 
 
 def repeats_by_topic(model, n=REPEAT_WORDS):

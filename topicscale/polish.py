@@ -21,7 +21,11 @@ held-out words' expense); the sweeps are skipped when their numbers would not fi
 (auto_fits: a corpus that big is what the streamed passes are for). Passes' topics that repeat one
 another (more than half of their top 10 words shared, which a reader sees as one topic listed
 twice) must beat the sweeps by REPEAT_MARGIN to be kept: a score that close does not tell the
-two apart, and the reader sees the repeats.
+two apart, and the reader sees the repeats. An LDA whose passes leave a tenth of its topics or
+more repeating (coherence.MANY_REPEATS; with too many topics for the corpus, most stay blurred
+copies of its frequent words) keeps the sweeps' best topics whatever the passes scored: those
+copies predict held-out words as a smaller K would, but the user asked for K distinct topics.
+An HDP's repeats are left to the merges (merge.py).
 """
 import os
 import time
@@ -106,13 +110,17 @@ class Checks:
     A check must beat the best score so far by MIN_GAIN a sweep (CHECK_SWEEPS x MIN_GAIN); the
     sweeps stop at the second check in a row that does not: over-relaxed sweeps move the score up
     and down a little from check to check, and the first few can leave it flat before it gains.
-    The passes' score counts REPEAT_MARGIN less when `repeating` of their topics repeat another."""
+    The passes' score counts REPEAT_MARGIN less when `repeating` of their topics repeat another;
+    an LDA's passes are not kept at all (`ruled_out`) when a tenth of its topics or more do."""
 
     def __init__(self, score, model):
-        from .coherence import model_repeats
+        from .coherence import many_repeat, repeated_topics, shown_topics
         self.score, self.scores = score, [score(model)]
-        self.repeating = model_repeats(model)
-        self.best_score = self.scores[0] - (REPEAT_MARGIN if self.repeating else 0.0)
+        listed = shown_topics(model)
+        self.repeating = repeated_topics(model.lam, listed)
+        self.ruled_out = model.kind == "lda" and many_repeat(self.repeating, len(listed))
+        self.best_score = (-np.inf if self.ruled_out else
+                           self.scores[0] - (REPEAT_MARGIN if self.repeating else 0.0))
         self.passes_topics = np.array(model.lam)            # a writable copy of the read-only view
         self.passes_residual = np.copy(model.residual) if getattr(model, "residual", None) is not None else None
         self.best_topics, self.best_sweeps = self.passes_topics, 0
@@ -192,7 +200,9 @@ class Polish:
         if checks is not None:
             checks.keep_best(model)
             result.update(kept=checks.best_sweeps, scores=checks.scores)
-            if checks.repeating:
+            if checks.ruled_out:
+                result.update(passes_repeating=checks.repeating, passes_ruled_out=True)
+            elif checks.repeating:
                 result.update(passes_repeating=checks.repeating, repeat_margin=REPEAT_MARGIN)
         result["seconds"] = time.perf_counter() - t0
         return result
