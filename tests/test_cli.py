@@ -104,14 +104,20 @@ def test_infer_keeps_ids_aligned(model, tmp_path):
     ids = (root / "corpus-heldout" / "ids.txt").read_text().splitlines()
     assert [l.split("\t")[0] for l in lines[1:]] == ids
     assert np.allclose([sum(map(float, l.split("\t")[1:])) for l in lines[1:]], 1.0, atol=1e-4)
-    # raw text is encoded with the model's vocabulary; the empty document is skipped, ids kept
+    # raw text is encoded with the model's vocabulary; a document left with none of its words
+    # keeps its row, with the proportions LDA.transform gives an empty row (the prior's)
+    from topicscale import LDA
+    from topicscale.models import load_model
     src = tmp_path / "new.jsonl"
     src.write_text('{"id": "a", "text": "war peace army navy"}\n{"id": "b", "text": "zzzz qqqq"}\n'
                    '{"id": "c", "text": "taxes budget deficit spending"}\n')
-    run("infer", root / "model", src, "-o", tmp_path / "theta.npy")
+    r = run("infer", root / "model", src, "-o", tmp_path / "theta.npy")
+    assert "documents holding none of the model's words: 1" in r.stderr
     theta = np.load(tmp_path / "theta.npy")
-    assert (tmp_path / "theta.ids.txt").read_text().split() == ["a", "c"]
-    assert theta.shape == (2, 8) and np.allclose(theta.sum(axis=1), 1.0)
+    assert (tmp_path / "theta.ids.txt").read_text().split() == ["a", "b", "c"]
+    assert theta.shape == (3, 8) and np.allclose(theta.sum(axis=1), 1.0)
+    empty_row = LDA.load(root / "model").transform(np.zeros((1, len(load_model(root / "model").vocab))))
+    assert np.allclose(theta[1], empty_row[0]) and not np.allclose(theta[0], theta[1])
 
 
 def test_infer_without_output_prints_tsv_or_json_lines(model, tmp_path):

@@ -618,8 +618,8 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def infer(model, inputs, output, fmt, threads, scheduler, workers, quiet, as_json):
     """Topic proportions E[theta] of new documents: a prepared corpus, or raw INPUTS encoded with
-    the model's vocabulary (unknown words dropped, empty documents skipped). Without -o they go to
-    standard output, a line a document."""
+    the model's vocabulary (unknown words dropped; a document left with none of its words gets the
+    proportions of the model's prior). Without -o they go to standard output, a line a document."""
     from .infer import infer_proportions
     from .tables import STDOUT, require_pyarrow, table_format
     if as_json and output != STDOUT:
@@ -637,6 +637,9 @@ def infer(model, inputs, output, fmt, threads, scheduler, workers, quiet, as_jso
                                     executor=executor, shared_files=scheduler is None, as_json=as_json)
     if output != STDOUT:
         click.echo(f"wrote {output}: {summary['documents']} documents x {summary['topics']} topics", err=True)
+    if summary.get("without_model_words") and not quiet:
+        click.echo(f"note: documents holding none of the model's words: {summary['without_model_words']} "
+                   "(their proportions are the prior's)", err=True)
 
 
 # ------------------------------------------------------------------------------------- export

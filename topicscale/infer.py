@@ -17,7 +17,9 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False, exec
     format by the extension of `output` (.tsv, .csv, .npy, .parquet; "-": standard output, TSV or,
     as_json, a JSON object a document {"id", "theta"}: tables.table_writer). executor: where the blocks
     are read and fitted (distributed.Executor; default this process); shared_files=False (a
-    remote cluster) refuses raw INPUTS, whose prepared corpus would be a temporary folder here."""
+    remote cluster) refuses raw INPUTS, whose prepared corpus would be a temporary folder here.
+    Raw INPUTS give a row for every document: one with none of the model's words gets the local
+    step's proportions for no words (the prior's), as LDA.transform gives an empty row."""
     table_format(output)
     model = load_model(model_path)
     if len(inputs) == 1 and (is_url(inputs[0]) or (Path(inputs[0]) / "manifest.json").is_file()):
@@ -28,8 +30,10 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False, exec
                               "not raw INPUTS")
     from .corpus.prepare import prepare
     with tempfile.TemporaryDirectory(prefix="topicscale-infer-") as tmp:
-        prepare(inputs, Path(tmp) / "corpus", fmt=fmt, vocab=model_path, progress=progress)
-        return _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output, executor, as_json)
+        prepared = prepare(inputs, Path(tmp) / "corpus", fmt=fmt, vocab=model_path, keep_empty=True,
+                           progress=progress)
+        summary = _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output, executor, as_json)
+        return dict(summary, without_model_words=prepared["empty_kept"])
 
 
 def theta_block(block, local, rows, prior):

@@ -88,12 +88,13 @@ def spooled_stdin(inputs):
 class _Split:
     """Route documents (by input position) to the training or held-out writer."""
 
-    def __init__(self, output, heldout_output, vocab, held, source, keep_order=False):
+    def __init__(self, output, heldout_output, vocab, held, source, keep_order=False, keep_empty=False):
         self.train = CorpusWriter(output, vocab, source=source, keep_order=keep_order)
         self.heldout = (CorpusWriter(heldout_output, vocab, source=source, keep_order=keep_order)
                         if len(held) else None)
         self.held = held
-        self.skipped_empty = 0
+        self.keep_empty = keep_empty
+        self.empty = 0
 
     def is_held(self, position):
         i = np.searchsorted(self.held, position)
@@ -101,19 +102,24 @@ class _Split:
 
     def add(self, position, doc_id, ids, counts, tokens=None):
         if len(ids) == 0:
-            self.skipped_empty += 1
-            return
+            self.empty += 1
+            if not self.keep_empty:
+                return
         (self.heldout if self.is_held(position) else self.train).add(doc_id, ids, counts, tokens)
 
     def close(self, input_name, stats):
         if self.train.n_docs == 0:
-            raise InputError(input_name, None, "no non-empty training documents")
+            raise InputError(input_name, None,
+                             "no documents" if self.keep_empty else "no non-empty training documents")
         for w in (self.train, self.heldout):
             if w is not None:
-                w.stats = dict(stats, prepare_version=PREPARE_VERSION, skipped_empty=self.skipped_empty)
+                w.stats = dict(stats, prepare_version=PREPARE_VERSION, **self.empty_count())
         if self.heldout is not None:
             self.heldout.close()
         self.train.close()
+
+    def empty_count(self):
+        return {"empty_kept" if self.keep_empty else "skipped_empty": self.empty}
 
     def abort(self, exc):
         for w in (self.train, self.heldout):
@@ -131,9 +137,11 @@ def _encode(tokens, index):
 
 def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=None, seed=0,
             min_df=2, max_df=0.5, max_vocab=0, stopwords=None, token_pattern=DEFAULT_TOKEN_PATTERN,
-            text_field="text", id_field="id", keep_order=False, progress=True):
+            text_field="text", id_field="id", keep_order=False, keep_empty=False, progress=True):
     """Write the corpus `output` (and `heldout_output`, default OUTPUT-heldout); returns a summary.
-    keep_order: also keep each text document's tokens in reading order (shards.py)."""
+    keep_order: also keep each text document's tokens in reading order (shards.py); keep_empty:
+    also write the documents left with no word of the vocabulary (infer's rows), counted as
+    "empty_kept" in place of "skipped_empty"."""
     inputs = [os.fspath(p) for p in inputs]
     fmt = fmt or readers.guess_format(inputs[0])
     output = Path(output)
@@ -149,19 +157,20 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
             if keep_order:
                 raise TopicscaleError(f"--keep-order needs text input: {fmt} input is a bag of words "
                                       "and has no word order")
-            result = _prepare_bow(inputs[0], fmt, vocab, output, heldout_output, heldout, seed, source, bar)
+            result = _prepare_bow(inputs[0], fmt, vocab, output, heldout_output, heldout, seed, source, bar,
+                                  keep_empty)
         else:
             tokenizer = Tokenizer(load_stopwords(stopwords), token_pattern)
             with spooled_stdin(inputs) as files:
                 result = _prepare_text(files, fmt, vocab, output, heldout_output, heldout, seed, source,
                                        tokenizer, min_df, max_df, max_vocab, text_field, id_field, bar,
-                                       keep_order)
+                                       keep_order, keep_empty)
     finally:
         bar.close()
     return result
 
 
-def _prepare_bow(path, fmt, vocab_spec, output, heldout_output, heldout, seed, source, bar):
+def _prepare_bow(path, fmt, vocab_spec, output, heldout_output, heldout, seed, source, bar, keep_empty):
     if vocab_spec and Path(vocab_spec).is_dir():
         raise TopicscaleError(f"--vocab for {fmt} input is the vocabulary file that goes with it")
     src = readers.open_bow(path, fmt, vocab_spec)
@@ -169,7 +178,8 @@ def _prepare_bow(path, fmt, vocab_spec, output, heldout_output, heldout, seed, s
     n_docs = src.n_docs
     if n_docs is None:
         n_docs = sum(1 for _ in readers.iter_lines(path)) if heldout else 0
-    split = _Split(output, heldout_output, vocab, heldout_rows(n_docs, heldout, seed), source)
+    split = _Split(output, heldout_output, vocab, heldout_rows(n_docs, heldout, seed), source,
+                   keep_empty=keep_empty)
     try:
         for position, (doc_id, ids, counts, _, _) in enumerate(src.documents()):
             split.add(position, doc_id, ids, counts)
@@ -182,7 +192,7 @@ def _prepare_bow(path, fmt, vocab_spec, output, heldout_output, heldout, seed, s
 
 
 def _prepare_text(files, fmt, vocab_spec, output, heldout_output, heldout, seed, source, tokenizer,
-                  min_df, max_df, max_vocab, text_field, id_field, bar, keep_order):
+                  min_df, max_df, max_vocab, text_field, id_field, bar, keep_order, keep_empty):
     docs = lambda: readers.iter_text_documents(files, fmt, text_field, id_field)
     # the held-out draw comes first: the vocabulary is built from the training documents only
     held = heldout_rows(sum(1 for _ in docs()) if heldout else 0, heldout, seed)
@@ -205,7 +215,7 @@ def _prepare_text(files, fmt, vocab_spec, output, heldout_output, heldout, seed,
         bar.reset()
     index = {w: i for i, w in enumerate(vocab)}
     bar.set_description("encoding")
-    split = _Split(output, heldout_output, vocab, held, source, keep_order)
+    split = _Split(output, heldout_output, vocab, held, source, keep_order, keep_empty)
     dropped, heldout_dropped = 0, 0
     try:
         for position, (doc_id, text, _, _) in enumerate(docs()):
@@ -225,7 +235,7 @@ def _prepare_text(files, fmt, vocab_spec, output, heldout_output, heldout, seed,
 def _summary(split, output, heldout_output, n_words, dropped, heldout_dropped=0):
     """dropped: out-of-vocabulary tokens of all documents, heldout_dropped: of the held-out ones."""
     out = {"output": str(output), "documents": split.train.n_docs, "tokens": split.train.n_tokens,
-           "nnz": split.train.nnz, "vocabulary": n_words, "skipped_empty": split.skipped_empty,
+           "nnz": split.train.nnz, "vocabulary": n_words, **split.empty_count(),
            "dropped_tokens": dropped, "prepare_version": PREPARE_VERSION}
     if split.heldout is not None:
         out.update(heldout_output=str(heldout_output), heldout_documents=split.heldout.n_docs,
