@@ -394,8 +394,9 @@ def _merge_line(m):
         return [f"merging {m['undone']} repeating topics scored {what}: kept the topics as they were"]
     if not m["merged"]:
         return [f"no repeating topics merged: each merge scored lower on {m['scored_on']}"]
-    return [f"then merged {m['merged']} topics into topics they repeated in {m['seconds']:.2f} s (counted above): "
-            + what]
+    every = " (a tenth of the topics or more repeated another: every repeat merged)" if m.get("every_repeat") else ""
+    return [f"then merged {m['merged']} topics into topics they repeated{every} in {m['seconds']:.2f} s "
+            "(counted above): " + what]
 
 
 def _repeats_line(summary):

@@ -115,8 +115,9 @@ PART_OPTIONS = (
     Option("merge", ("--merge/--no-merge",), None,
            "After the passes and the polish, merge topics that repeat each other (share more than half "
            "of their top 10 words) where the documents the passes were scored on (held aside, or "
-           "--heldout's) that use them score the merged topic no lower: fewer topics carry the weight, "
-           "fewer are listed twice.",
+           "--heldout's) that use them score the merged topic no lower, or every such pair when a tenth "
+           "of the listed topics or more repeat another: fewer topics carry the weight, fewer are "
+           "listed twice.",
            default_text="on when fit trains until the model stops improving (and no --init), else off"),
 )
 RUN_OPTIONS = (
