@@ -52,7 +52,8 @@ GENSIM_WINDOWS = {"c_npmi": 10, "c_uci": 10, "c_v": 110}
 EPSILON = 1e-12
 DIVERSITY_WORDS = 25
 REPEAT_WORDS = 10
-MANY_REPEATS = 0.1      # share of the listed topics repeating another that fit warns of and the polish rules out
+MANY_REPEATS = 0.1      # share of the listed topics repeating another that fit warns of, the
+                        # polish rules out (LDA) and the merges join whatever they score (HDP)
 RESULT_FILE = "coherence.json"
 
 
@@ -146,8 +147,14 @@ def repeated_topics(lam, topics, n=REPEAT_WORDS):
     return int(np.unique(repeated_pairs(lam, topics, n)[:, 1:]).size)
 
 
+def listed_repeats(model, n=REPEAT_WORDS):
+    """(how many of the listed topics (shown_topics) repeat another, how many are listed)."""
+    listed = shown_topics(model)
+    return repeated_topics(model.lam, listed, n), listed.size
+
+
 def model_repeats(model, n=REPEAT_WORDS):
-    return repeated_topics(model.lam, shown_topics(model), n)
+    return listed_repeats(model, n)[0]
 
 
 def many_repeat(repeated, listed):

@@ -107,7 +107,8 @@ PART_OPTIONS = (
            "of each document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none; "
            "auto: scored every 5 sweeps on the documents the passes were scored on (LDA: by a CVB0 fold-in "
            "under its alpha; HDP: as its passes), keeping the best-scoring topics (the passes' own "
-           "when none beats them, but not an LDA's when a tenth of them or more repeat another); stops when two checks in a row gain under 0.002 nats a word a sweep "
+           "when none beats them, but not an LDA's when a tenth of them or more repeat another); "
+           "stops when two checks in a row gain under 0.002 nats a word a sweep "
            "over the best (at most 100); none when its numbers would exceed 4 GiB or half the memory "
            "available.",
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "

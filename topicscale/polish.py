@@ -114,11 +114,10 @@ class Checks:
     an LDA's passes are not kept at all (`ruled_out`) when a tenth of its topics or more do."""
 
     def __init__(self, score, model):
-        from .coherence import many_repeat, repeated_topics, shown_topics
+        from .coherence import listed_repeats, many_repeat
         self.score, self.scores = score, [score(model)]
-        listed = shown_topics(model)
-        self.repeating = repeated_topics(model.lam, listed)
-        self.ruled_out = model.kind == "lda" and many_repeat(self.repeating, len(listed))
+        self.repeating, listed = listed_repeats(model)
+        self.ruled_out = model.kind == "lda" and many_repeat(self.repeating, listed)
         self.best_score = (-np.inf if self.ruled_out else
                            self.scores[0] - (REPEAT_MARGIN if self.repeating else 0.0))
         self.passes_topics = np.array(model.lam)            # a writable copy of the read-only view

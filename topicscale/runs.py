@@ -18,7 +18,7 @@ import numpy as np
 
 from . import convergence, options, registry
 from .atomic import atomic_file
-from .coherence import repeated_topics, shown_topics
+from .coherence import listed_repeats
 from .corpus.shards import Corpus, open_corpus
 from .corpus.subset import CorpusWithout
 from .errors import TopicscaleError
@@ -285,8 +285,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             say(f"topicscale: wrote a partial model to {output}; continue with "
                 f"`topicscale fit --resume {output}`")
             return summary, stop.signum
-        listed = shown_topics(model)
-        summary.update(repeated_topics=repeated_topics(model.lam, listed), listed_topics=len(listed))
+        repeated, listed = listed_repeats(model)
+        summary.update(repeated_topics=repeated, listed_topics=listed)
         record(dict(summary, event="summary"))
         log.close()
         if summary.get("polish"):
