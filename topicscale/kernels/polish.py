@@ -46,21 +46,18 @@ def document_responsibilities(indptr, indices, counts, topics, alpha, sweeps, re
         length = 0.0
         for p in range(indptr[d], indptr[d + 1]):
             length += counts[p]
-            for k in range(K):
-                resp[p, k] = np.float32(1.0 / K)
-        for k in range(K):
-            n_dk[k] = length / K
+            resp[p, :] = np.float32(1.0 / K)
+        n_dk[:] = length / K
         for _ in range(sweeps):
             for p in range(indptr[d], indptr[d + 1]):
-                w, m = indices[p], counts[p]
-                total = 0.0
+                word, m, own = topics[indices[p]], counts[p], resp[p]
                 for k in range(K):
-                    n_dk[k] -= m * resp[p, k]
-                    g[k] = topics[w, k] * (max(n_dk[k], 0.0) + alpha[k])
-                    total += g[k]
+                    n_dk[k] -= m * own[k]
+                    g[k] = word[k] * (max(n_dk[k], 0.0) + alpha[k])
+                scale = 1.0 / sum_in_eight(g)
                 for k in range(K):
-                    resp[p, k] = np.float32(g[k] / total)
-                    n_dk[k] += m * resp[p, k]
+                    own[k] = np.float32(g[k] * scale)
+                    n_dk[k] += m * own[k]
 
 
 @njit(cache=True, nogil=True)
