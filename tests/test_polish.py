@@ -316,7 +316,7 @@ def test_auto_skips_what_would_not_fit_in_memory_and_a_stop_restores_the_passes_
         monkeypatch.setattr(polish_module, "available_memory", lambda: available)
         model, passes, scored, result = run_auto(corpus, [], monkeypatch)
         assert result["sweeps"] == 0 and "memory" in result["skipped"] and np.array_equal(model.lam, passes)
-        assert not scored
+        assert not scored and result["spill_bytes"] == need
     monkeypatch.setattr(polish_module, "available_memory", lambda: 2 * need)
     assert run_auto(corpus, [-5.0, -5.1, -5.2], monkeypatch)[3]["sweeps"] == 2 * polish_module.CHECK_SWEEPS
 

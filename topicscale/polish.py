@@ -182,12 +182,14 @@ class Polish:
                  on_sweep=None, score=None):
         """Polish `model`'s lambda in place: lambda = eta + n_wk after the sweeps. Stops early,
         between sweeps, when `seconds_left` run out; returns {"sweeps", "seconds"} (auto: also
-        "kept", the sweeps of the topics kept, and "scores"; or "skipped", why none ran), or None
+        "kept", the sweeps of the topics kept, and "scores"; or "skipped", why none ran, and
+        "spill_bytes", the file a fixed number of sweeps would keep their numbers in), or None
         (the passes' model back) when stop_requested() says so (polled between blocks).
         on_sweep(record) after each sweep. score(model) -> float: auto's scorer (module docstring)."""
         t0 = time.perf_counter()
         if self.auto and not auto_fits(self.corpus, model.n_topics):
-            return {"sweeps": 0, "seconds": 0.0, "skipped": "its numbers would not fit in memory"}
+            return {"sweeps": 0, "seconds": 0.0, "skipped": "its numbers would not fit in memory",
+                    "spill_bytes": responsibilities_bytes(self.corpus, model.n_topics)}
         checks = Checks(score, model) if self.auto else None
         done = self._sweep(model, stop_requested, seconds_left - (time.perf_counter() - t0), progress,
                            on_sweep, checks)
