@@ -402,8 +402,8 @@ def _merge_line(m):
 def _repeats_line(summary):
     """How many topics repeat another, and when they are many (a tenth of the listed topics or
     more) what to try: fewer topics (not the HDP's truncation), sweeps that pull them apart when
-    none were kept (LDA, HDP; an LDA's from the assignment start, spilled to disk, when the
-    default's did not fit in memory), the HDP's merge when none ran."""
+    none were kept (LDA, HDP; an LDA's from the assignment start when the default's were skipped
+    for their memory), the HDP's merge when none ran."""
     from .coherence import REPEAT_WORDS, many_repeat
     repeated, kind = summary["repeated_topics"], summary.get("model")
     line = f"{repeated} topics repeat another's top words (more than half of their top {REPEAT_WORDS} shared)"
@@ -413,10 +413,10 @@ def _repeats_line(summary):
     polish = summary.get("polish")
     if kind in ("lda", "hdp") and (not polish or (polish.get("kept") == 0 and not polish.get("skipped"))):
         tries.append("--polish 20 pulls them apart (sharper topics, often a lower held-out score)")
-    if kind == "lda" and polish and polish.get("spill_bytes"):
-        tries.append(f"--start assignment --passes 1 --polish 20 pulls them apart (its sweeps keep "
-                     f"{polish['spill_bytes'] / 2**30:.1f} GiB of numbers in a temporary file in the "
-                     f"output folder)")
+    if kind == "lda" and polish and polish.get("needs_bytes"):
+        tries.append(f"--start assignment --passes 1 --polish 20 pulls them apart (its sweeps need "
+                     f"{polish['needs_bytes'] / 2**30:.1f} GiB: in memory if that is at most half of "
+                     f"what is free, else in a file in the output folder)")
     if kind == "hdp" and "merge" not in summary:
         tries.append("--merge --heldout CORPUS merges those the held-out documents do not tell apart")
     return "; ".join([line] + tries)

@@ -4,8 +4,9 @@ passes (kernels/polish.py), started from the topics those passes reached.
 The stochastic steps average noisy minibatch statistics and leave topics blurred (many share
 their frequent words); sweeps over every entry with its own responsibilities sharpen them, which
 readers see as more coherent topics. The sweeps keep one float32 vector of K responsibilities per
-distinct word of each document (nnz x K x 4 bytes): in memory up to RESIDENT_BYTES, else in a
-temporary file in the model folder, removed afterwards; and the word counts with the lanes'
+distinct word of each document (nnz x K x 4 bytes): in memory up to RESIDENT_BYTES or half the
+memory available (fits_in_memory), else in a temporary file in the model folder, removed
+afterwards (the sweeps then take about twice as long); and the word counts with the lanes'
 scratch ((1 + LANES) x V x K float32). The corpus is read block by block (kept in memory beside
 responsibilities in memory).
 
@@ -68,6 +69,13 @@ def within_half_of_memory(need):
     must not push a machine into swap."""
     free = available_memory()
     return free is None or need <= free // 2
+
+
+def fits_in_memory(need):
+    """Whether `need` bytes of responsibilities stay in memory: up to RESIDENT_BYTES, or more
+    when they are at most half the memory available (known)."""
+    free = available_memory()
+    return need <= RESIDENT_BYTES or (free is not None and need <= free // 2)
 
 
 def auto_fits(corpus, n_topics):
@@ -183,13 +191,13 @@ class Polish:
         """Polish `model`'s lambda in place: lambda = eta + n_wk after the sweeps. Stops early,
         between sweeps, when `seconds_left` run out; returns {"sweeps", "seconds"} (auto: also
         "kept", the sweeps of the topics kept, and "scores"; or "skipped", why none ran, and
-        "spill_bytes", the file a fixed number of sweeps would keep their numbers in), or None
+        "needs_bytes", what a fixed number of sweeps would keep their numbers in), or None
         (the passes' model back) when stop_requested() says so (polled between blocks).
         on_sweep(record) after each sweep. score(model) -> float: auto's scorer (module docstring)."""
         t0 = time.perf_counter()
         if self.auto and not auto_fits(self.corpus, model.n_topics):
             return {"sweeps": 0, "seconds": 0.0, "skipped": "its numbers would not fit in memory",
-                    "spill_bytes": responsibilities_bytes(self.corpus, model.n_topics)}
+                    "needs_bytes": responsibilities_bytes(self.corpus, model.n_topics)}
         checks = Checks(score, model) if self.auto else None
         done = self._sweep(model, stop_requested, seconds_left - (time.perf_counter() - t0), progress,
                            on_sweep, checks)
@@ -217,7 +225,7 @@ class Polish:
         alpha = document_prior(model)
         eta = float(model.eta)
         spill = self.folder / SPILL_FILE
-        resident = responsibilities_bytes(self.corpus, K) <= RESIDENT_BYTES
+        resident = fits_in_memory(responsibilities_bytes(self.corpus, K))
         resp = (np.empty((self.corpus.nnz, K), dtype=np.float32) if resident else
                 np.memmap(os.fspath(spill), dtype=np.float32, mode="w+", shape=(self.corpus.nnz, K)))
         kept = list(self._blocks()) if resident else None
