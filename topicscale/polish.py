@@ -6,7 +6,7 @@ their frequent words); sweeps over every entry with its own responsibilities sha
 readers see as more coherent topics. The sweeps keep one float32 vector of K responsibilities per
 distinct word of each document (nnz x K x 4 bytes): in memory up to RESIDENT_BYTES or half the
 memory available (fits_in_memory), else in a temporary file in the model folder, removed
-afterwards (the sweeps then take about twice as long); and the word counts with the lanes'
+afterwards; and the word counts with the lanes'
 scratch ((1 + LANES) x V x K float32). The corpus is read block by block (kept in memory beside
 responsibilities in memory).
 
@@ -18,8 +18,9 @@ collapsed Gibbs fold-in scores them alike or higher; an HDP's by the common fold
 exported topics, as its passes), stops when the checks gain under MIN_GAIN
 nats a word a sweep (Checks), and keeps the best topics it scored, the passes' own when no check
 beat them (as on documents of a dozen words, where the sweeps fit the training documents at the
-held-out words' expense); the sweeps are skipped when their numbers would not fit in memory
-(auto_fits: a corpus that big is what the streamed passes are for). Passes' topics that repeat one
+held-out words' expense); the sweeps are skipped when their numbers would take more than
+RESIDENT_BYTES or half the memory available (auto_fits: a corpus that big is what the streamed
+passes are for). Passes' topics that repeat one
 another (more than half of their top 10 words shared, which a reader sees as one topic listed
 twice) must beat the sweeps by REPEAT_MARGIN to be kept: a score that close does not tell the
 two apart, and the reader sees the repeats. An LDA whose passes leave a tenth of its topics or
@@ -191,13 +192,15 @@ class Polish:
         """Polish `model`'s lambda in place: lambda = eta + n_wk after the sweeps. Stops early,
         between sweeps, when `seconds_left` run out; returns {"sweeps", "seconds"} (auto: also
         "kept", the sweeps of the topics kept, and "scores"; or "skipped", why none ran, and
-        "needs_bytes", what a fixed number of sweeps would keep their numbers in), or None
+        "needs_bytes", the responsibilities' size), or None
         (the passes' model back) when stop_requested() says so (polled between blocks).
         on_sweep(record) after each sweep. score(model) -> float: auto's scorer (module docstring)."""
         t0 = time.perf_counter()
         if self.auto and not auto_fits(self.corpus, model.n_topics):
-            return {"sweeps": 0, "seconds": 0.0, "skipped": "its numbers would not fit in memory",
-                    "needs_bytes": responsibilities_bytes(self.corpus, model.n_topics)}
+            need = responsibilities_bytes(self.corpus, model.n_topics)
+            return {"sweeps": 0, "seconds": 0.0, "needs_bytes": need,
+                    "skipped": f"their numbers ({need / 2**30:.1f} GiB) would take more memory than "
+                               f"the default allows ({RESIDENT_BYTES / 2**30:.0f} GiB, and half of what is free)"}
         checks = Checks(score, model) if self.auto else None
         done = self._sweep(model, stop_requested, seconds_left - (time.perf_counter() - t0), progress,
                            on_sweep, checks)
