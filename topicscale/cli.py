@@ -415,8 +415,8 @@ def _repeats_line(summary):
         tries.append("--polish 20 pulls them apart (sharper topics, often a lower held-out score)")
     if kind == "lda" and polish and polish.get("needs_bytes"):
         tries.append(f"--start assignment --passes 1 --polish 20 pulls them apart (its sweeps need "
-                     f"{polish['needs_bytes'] / 2**30:.1f} GiB: in memory if that is at most half of "
-                     f"what is free, else in a file in the output folder)")
+                     f"{polish['needs_bytes'] / 2**30:.1f} GiB, in memory or in a file in the output "
+                     f"folder; see --polish)")
     if kind == "hdp" and "merge" not in summary:
         tries.append("--merge --heldout CORPUS merges those the held-out documents do not tell apart")
     return "; ".join([line] + tries)

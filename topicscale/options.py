@@ -104,7 +104,8 @@ PART_OPTIONS = (
     Option("polish", ("--polish",), COUNT_OR_AUTO,
            "Sweeps of over-relaxed batch collapsed variational Bayes (CVB0) over the whole corpus after "
            "the streamed passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word "
-           "of each document, in memory or (over 4 GiB) in a temporary file in the model folder; 0: none; "
+           "of each document, in memory up to 4 GiB or half the memory available, else in a temporary file "
+           "in the model folder; 0: none; "
            "auto: scored every 5 sweeps on the documents the passes were scored on (LDA: by a CVB0 fold-in "
            "under its alpha; HDP: as its passes), keeping the best-scoring topics (the passes' own "
            "when none beats them, but not an LDA's when a tenth of them or more repeat another); "

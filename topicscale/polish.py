@@ -65,24 +65,22 @@ def available_memory():
     return None
 
 
-def within_half_of_memory(need):
-    """True when `need` bytes are at most half the memory available (or it is unknown): a default
-    must not push a machine into swap."""
+def within_half_of_memory(need, if_unknown=True):
+    """True when `need` bytes are at most half the memory available (`if_unknown` when that is
+    not known): a default must not push a machine into swap."""
     free = available_memory()
-    return free is None or need <= free // 2
+    return if_unknown if free is None else need <= free // 2
 
 
 def fits_in_memory(need):
     """Whether `need` bytes of responsibilities stay in memory: up to RESIDENT_BYTES, or more
     when they are at most half the memory available (known)."""
-    free = available_memory()
-    return need <= RESIDENT_BYTES or (free is not None and need <= free // 2)
+    return need <= RESIDENT_BYTES or within_half_of_memory(need, if_unknown=False)
 
 
-def auto_fits(corpus, n_topics):
-    """auto sweeps only in memory: the responsibilities within RESIDENT_BYTES and within half the
-    memory available."""
-    need = responsibilities_bytes(corpus, n_topics)
+def auto_fits(need):
+    """auto sweeps only in memory: `need` bytes of responsibilities within RESIDENT_BYTES and
+    within half the memory available."""
     return need <= RESIDENT_BYTES and within_half_of_memory(need)
 
 
@@ -196,8 +194,8 @@ class Polish:
         (the passes' model back) when stop_requested() says so (polled between blocks).
         on_sweep(record) after each sweep. score(model) -> float: auto's scorer (module docstring)."""
         t0 = time.perf_counter()
-        if self.auto and not auto_fits(self.corpus, model.n_topics):
-            need = responsibilities_bytes(self.corpus, model.n_topics)
+        need = responsibilities_bytes(self.corpus, model.n_topics)
+        if self.auto and not auto_fits(need):
             return {"sweeps": 0, "seconds": 0.0, "needs_bytes": need,
                     "skipped": f"their numbers ({need / 2**30:.1f} GiB) would take more memory than "
                                f"the default allows ({RESIDENT_BYTES / 2**30:.0f} GiB, and half of what is free)"}
