@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from common import BenchError, child_env, machine, run, topicscale_command, write_json  # noqa: E402
+from corpora import recipe_stamp  # noqa: E402
 
 
 def measured(cmd, env, what, log, sample=0.5):
@@ -98,10 +99,11 @@ def orchestrate(args):
     rows = []
     for n in args.sizes:
         corpus = scale / f"synth-{n}"
-        stamp = corpus / "bench-recipe.json"
+        stamp = recipe_stamp(corpus)
         recipe = {"model": str(base), "n": n, "doc_length": 100, "seed": 0}
         synth_wall = None
         if not ((corpus / "manifest.json").is_file() and stamp.is_file() and json.loads(stamp.read_text()) == recipe):
+            (corpus / "bench-recipe.json").unlink(missing_ok=True)    # where earlier benchmarks kept it
             _, synth_wall, synth_rss, _, _ = measured(
                 ts + ["synth", str(base), "-n", str(n), "--doc-length", "100", "--seed", "0", "--quiet", "--json",
                       "-o", str(corpus)], env, f"synth {n} documents", log)

@@ -343,8 +343,15 @@ def _prepare_version():
     return PREPARE_VERSION
 
 
+def recipe_stamp(path):
+    """Where the benchmarks note how the corpus at `path` was made: beside it, since `prepare`
+    refuses to replace a corpus folder holding files it did not write."""
+    path = Path(path)
+    return path.with_name(path.name + ".bench-recipe.json")
+
+
 def _prepared(path, recipe):
-    stamp = Path(path) / "bench-recipe.json"
+    stamp = recipe_stamp(path)
     return (Path(path) / "manifest.json").is_file() and stamp.is_file() and \
         json.loads(stamp.read_text()) == recipe
 
@@ -391,8 +398,9 @@ def prepare_corpus(name, work, cache, env, log, allow_apt=True):
     cmd = ts + ["prepare"] + source + ["--heldout", "0.1", "--seed", "0", "--quiet", "--json", "-o", str(train)]
     recipe = {"command": cmd[len(ts):], "prepare_version": _prepare_version()}
     if not (_prepared(train, recipe) and (held / "manifest.json").is_file()):
+        (train / "bench-recipe.json").unlink(missing_ok=True)    # where earlier benchmarks kept it
         run(cmd, env, f"prepare {name}", log)
-        (train / "bench-recipe.json").write_text(json.dumps(recipe))
+        recipe_stamp(train).write_text(json.dumps(recipe))
     return describe(name, train, held)
 
 

@@ -209,6 +209,10 @@ def test_prepare_and_synth_replace_only_a_corpus_and_fit_writes_no_model_into_on
     (tmp_path / "empty").mkdir()
     assert prepare(tmp_path / "empty").exit_code == 0
     assert prepare(tmp_path / "empty").exit_code == 0                 # a corpus is replaced
+    (tmp_path / "empty" / "recipe.json").write_text("keep me")         # ... unless it holds more
+    assert_user_error(prepare(tmp_path / "empty"), "a corpus and files it did not write (recipe.json)")
+    assert (tmp_path / "empty" / "recipe.json").read_text() == "keep me"
+    (tmp_path / "empty" / "recipe.json").unlink()
     r = run("fit", tmp_path / "empty", "-k", "2", "--passes", "1", "-o", tmp_path / "empty", ok=False)
     assert_user_error(r, "holds a corpus", "folder of its own")
     assert not (tmp_path / "empty" / "model.npz").exists()

@@ -18,6 +18,7 @@ with the corpus; readers memory-map the shards and never load the corpus whole.
 """
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,20 +106,35 @@ def is_corpus_folder(path):
         return False
 
 
+# the names of the files a CorpusWriter writes
+CORPUS_FILE = re.compile(r"(manifest\.json|ids\.txt|vocab\.txt|"
+                         r"shard-\d{5,}\.(indptr|indices|counts|tokptr|tokens)\.npy)")
+
+
 def check_corpus_output(path):
     """Refuse (TopicscaleError) to write a corpus to `path` when that would replace anything but
-    an empty folder or another corpus: a model, or files of the user's, are never deleted."""
+    an empty folder or another corpus's own files: a model, or files of the user's (beside a
+    corpus too), are never deleted."""
     path = Path(path)
     if not path.exists():
         return
     if not path.is_dir():
         raise TopicscaleError(f"{path} exists and is not a folder")
     from ..models.store import MODEL_FILE
-    model = (path / MODEL_FILE).exists()
-    if model or (any(path.iterdir()) and not is_corpus_folder(path)):
-        what = "a model" if model else "files that are not a topicscale corpus"
-        raise TopicscaleError(f"{path} holds {what}, which writing a corpus there would delete; "
-                              "write it to a new folder (nothing was changed)")
+    if (path / MODEL_FILE).exists():
+        what = "a model"
+    elif not any(path.iterdir()):
+        return
+    elif not is_corpus_folder(path):
+        what = "files that are not a topicscale corpus"
+    else:
+        foreign = sorted(f.name for f in path.iterdir() if not CORPUS_FILE.fullmatch(f.name))
+        if not foreign:
+            return
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        what = f"a corpus and files it did not write ({shown})"
+    raise TopicscaleError(f"{path} holds {what}, which writing a corpus there would delete; "
+                          "write it to a new folder (nothing was changed)")
 
 
 class CorpusWriter:
