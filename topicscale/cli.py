@@ -143,7 +143,8 @@ def cli():
 @cli.command()
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False),
-              help="Corpus folder to write (replaced atomically if it exists).")
+              help="Corpus folder to write: new, empty, or a corpus (replaced atomically; a folder holding "
+                   "anything else is refused).")
 @click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "uci", "ldac", "mm"]),
               help="Input format; guessed from the file name when omitted "
                    "(docword*.txt: uci, .ldac: ldac, .mm/.mtx: mm, .jsonl: jsonl, else text).")
