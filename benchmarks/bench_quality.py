@@ -162,6 +162,8 @@ def run_case(args, corpus, K, env, work, log):
         rows.append(dict(fit(corpus, K, ["--start", "assignment", "--passes", "1", "--polish", str(n)],
                              cwork / f"start{n}", env, log, f"{name} {start_setting(n)}"),
                          tool="topicscale", setting=start_setting(n)))
+    rows.append(dict(fit(corpus, K, ["--start", "assignment"], cwork / "start-auto", env, log,
+                         f"{name} --start assignment"), tool="topicscale", setting="--start assignment"))
     spec = {"tool": "tomotopy", "train": corpus["train"], "heldout": corpus["heldout"], "tag": f"tomotopy-{K}",
             "settings": {"topics": K, "eta": 0.01, "seed": 0, "threads": 2}, "snap_dir": str(cwork / "tomotopy"),
             "gibbs_every": 100, "gibbs_iterations": args.gibbs}
@@ -179,7 +181,8 @@ def run_case(args, corpus, K, env, work, log):
             "targets": {s: targets(rows, s) for s in TARGETED}}
 
 
-TARGETED = ("default", *(f"--polish {n}" for n in POLISH_SWEEPS), *map(start_setting, START_SWEEPS))
+TARGETED = ("default", *(f"--polish {n}" for n in POLISH_SWEEPS), *map(start_setting, START_SWEEPS),
+            "--start assignment")
 
 
 def targets(rows, setting="default"):

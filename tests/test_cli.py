@@ -421,9 +421,10 @@ def test_the_repeats_line_says_what_to_try_only_when_a_tenth_of_the_topics_repea
     assert "--polish" not in _repeats_line(dict(lda, polish=dict(kept_passes, kept=10)))
     assert "--polish" not in _repeats_line(dict(lda, polish={"sweeps": 20, "seconds": 1.0}))
     assert "--polish" not in _repeats_line(dict(lda, polish={"sweeps": 0, "skipped": "memory"}))
-    too_big = {"sweeps": 0, "skipped": "memory", "needs_bytes": 7_300_000_000}
-    assert ("--start assignment --passes 1 --polish 20 pulls them apart (its sweeps need 6.8 GiB"
-            in _repeats_line(dict(lda, polish=too_big)))
+    sized = dict(lda, sweeps_bytes=7_300_000_000)
+    assert "--start assignment keeps them apart" in _repeats_line(sized) and "take 6.8 GiB" in _repeats_line(sized)
+    assert "--start" not in _repeats_line(dict(sized, start="assignment"))
+    assert "--start" not in _repeats_line(dict(sized, repeated_topics=4))
     hdp = {"model": "hdp", "topics": 150, "listed_topics": 40, "repeated_topics": 4, "polish": kept_passes}
     assert "-k" not in _repeats_line(hdp) and "--polish 20" in _repeats_line(hdp)      # a tenth of 40
     assert "--merge --heldout" in _repeats_line(hdp)

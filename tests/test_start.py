@@ -85,6 +85,27 @@ def test_the_start_reads_only_the_training_documents(planted, tmp_path, monkeypa
     assert np.array_equal((lam - 0.01).sum(axis=1).round(), kept)
 
 
+def test_without_passes_the_assignment_start_trains_one_pass_then_by_the_sweeps(planted, tmp_path, monkeypatch):
+    """Trained until it stops improving, the assignment start makes one streamed pass and leaves
+    the rest to the auto sweeps, which it runs even where the default would skip them for their
+    memory (in a file then); with --polish 0 the passes go on until they stop improving."""
+    from topicscale import polish
+    _, corpus, _ = planted
+    monkeypatch.setattr(polish, "RESIDENT_BYTES", 0)
+    monkeypatch.setattr(polish, "available_memory", lambda: None)
+    fit = lambda out, *more: run("fit", corpus.path, "-k", 10, "--seed", 0, "--json", *more, "-o", tmp_path / out)
+    r = fit("a", "--start", "assignment")
+    summary = json.loads(r.stdout.splitlines()[-1])
+    assert summary["docs"] == corpus.n_docs - summary["held_aside"] and summary["start"] == "assignment"
+    assert summary["polish"]["sweeps"] >= polish.CHECK_SWEEPS and summary["polish"]["kept"] > 0
+    from topicscale.cli import _convergence_line
+    assert _convergence_line(summary).startswith("one pass from the assignment start")
+    skipped = json.loads(fit("n").stdout.splitlines()[-1])["polish"]
+    assert skipped["sweeps"] == 0 and "more memory than the default allows" in skipped["skipped"]
+    passes = json.loads(fit("p", "--start", "assignment", "--polish", 0).stdout.splitlines()[-1])
+    assert passes["docs"] > 2 * (corpus.n_docs - passes["held_aside"]) and "polish" not in passes
+
+
 def test_start_goes_with_lda_and_not_with_init(planted, tmp_path):
     _, corpus, _ = planted
     r = run("fit", corpus.path, "--model", "hdp", "--start", "assignment", "-o", tmp_path / "h", ok=False)

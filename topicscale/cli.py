@@ -403,8 +403,8 @@ def _merge_line(m):
 def _repeats_line(summary):
     """How many topics repeat another, and when they are many (a tenth of the listed topics or
     more) what to try: fewer topics (not the HDP's truncation), sweeps that pull them apart when
-    none were kept (LDA, HDP; an LDA's from the assignment start when the default's were skipped
-    for their memory), the HDP's merge when none ran."""
+    none were kept (LDA, HDP), an LDA's assignment start (where the passes from the near-uniform
+    one leave topics that sweeps do not part), the HDP's merge when none ran."""
     from .coherence import REPEAT_WORDS, many_repeat
     repeated, kind = summary["repeated_topics"], summary.get("model")
     line = f"{repeated} topics repeat another's top words (more than half of their top {REPEAT_WORDS} shared)"
@@ -414,10 +414,10 @@ def _repeats_line(summary):
     polish = summary.get("polish")
     if kind in ("lda", "hdp") and (not polish or (polish.get("kept") == 0 and not polish.get("skipped"))):
         tries.append("--polish 20 pulls them apart (sharper topics, often a lower held-out score)")
-    if kind == "lda" and polish and polish.get("needs_bytes"):
-        tries.append(f"--start assignment --passes 1 --polish 20 pulls them apart (its sweeps need "
-                     f"{polish['needs_bytes'] / 2**30:.1f} GiB, in memory or in a file in the output "
-                     f"folder; see --polish)")
+    if kind == "lda" and summary.get("start") != "assignment" and summary.get("sweeps_bytes"):
+        tries.append(f"--start assignment keeps them apart (one pass from a random assignment, then the "
+                     f"polish's sweeps, whose numbers take {summary['sweeps_bytes'] / 2**30:.1f} GiB, in "
+                     "memory or in a file in the output folder; see --polish)")
     if kind == "hdp" and "merge" not in summary:
         tries.append("--merge --heldout CORPUS merges those the held-out documents do not tell apart")
     return "; ".join([line] + tries)
@@ -432,6 +432,9 @@ def _convergence_line(summary):
         best = max(scores[:-PATIENCE])
         return (f"converged after {len(scores)} passes: the last {PATIENCE} did not beat {best:.4f} on {on} "
                 f"by {MIN_GAIN} nats a word")
+    if summary["stopped"] == "passes" and summary.get("start") == "assignment" and summary.get("polish"):
+        return (f"one pass from the assignment start ({scores[-1]:.4f} on {on}); the polish's sweeps "
+                "train on from there")
     if summary["stopped"] == "passes":
         return f"stopped at the cap of {MAX_PASSES} passes, the last still gaining {gain} nats a word on {on}"
     return f"stopped ({summary['stopped'] or 'by a signal'}) after {len(scores)} scored passes"

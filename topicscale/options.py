@@ -100,7 +100,9 @@ PART_OPTIONS = (
            "start) or assignment (the counts of every training token given a topic at random, as a "
            "collapsed Gibbs sampler starts; one more read of the corpus). With --polish, when the topics are "
            "many (each gets far fewer tokens than the vocabulary has words), assignment keeps them apart "
-           "where the near-uniform start leaves most of them alike.", "near-uniform"),
+           "where the near-uniform start leaves most of them alike. Without --passes, assignment makes one "
+           "pass and the polish's sweeps train on from there (auto's run whatever their memory).",
+           "near-uniform"),
     Option("polish", ("--polish",), COUNT_OR_AUTO,
            "Sweeps of over-relaxed batch collapsed variational Bayes (CVB0) over the whole corpus after "
            "the streamed passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word "
@@ -111,7 +113,7 @@ PART_OPTIONS = (
            "when none beats them, but not an LDA's when a tenth of them or more repeat another); "
            "stops when two checks in a row gain under 0.002 nats a word a sweep "
            "over the best (at most 100); none when its numbers would exceed 4 GiB or half the memory "
-           "available.",
+           "available (except after --start assignment).",
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
            "--time-limit or --init), else 0"),
     Option("merge", ("--merge/--no-merge",), None,

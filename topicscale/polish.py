@@ -20,7 +20,8 @@ nats a word a sweep (Checks), and keeps the best topics it scored, the passes' o
 beat them (as on documents of a dozen words, where the sweeps fit the training documents at the
 held-out words' expense); the sweeps are skipped when their numbers would take more than
 RESIDENT_BYTES or half the memory available (auto_fits: a corpus that big is what the streamed
-passes are for). Passes' topics that repeat one
+passes are for), unless the run relies on them (`--start assignment` trains one pass, then by
+the sweeps). Passes' topics that repeat one
 another (more than half of their top 10 words shared, which a reader sees as one topic listed
 twice) must beat the sweeps by REPEAT_MARGIN to be kept: a score that close does not tell the
 two apart, and the reader sees the repeats. An LDA whose passes leave a tenth of its topics or
@@ -169,9 +170,11 @@ class Polish:
     """polish(model, ...) runs the sweeps on an LDA or HDP model; `warm_up(model)` loads the
     kernels before the clock starts."""
 
-    def __init__(self, corpus, sweeps, folder):
+    def __init__(self, corpus, sweeps, folder, relied_on=False):
+        """relied_on: the run trains by the sweeps (fit --start assignment), so auto runs them
+        whatever their memory (in a file when fits_in_memory says no), not only within auto_fits."""
         self.corpus, self.sweeps, self.folder = corpus, sweeps, Path(folder)
-        self.auto = sweeps == AUTO
+        self.auto, self.relied_on = sweeps == AUTO, relied_on
 
     def warm_up(self, model):
         from .kernels import polish as kernel
@@ -195,7 +198,7 @@ class Polish:
         on_sweep(record) after each sweep. score(model) -> float: auto's scorer (module docstring)."""
         t0 = time.perf_counter()
         need = responsibilities_bytes(self.corpus, model.n_topics)
-        if self.auto and not auto_fits(need):
+        if self.auto and not self.relied_on and not auto_fits(need):
             return {"sweeps": 0, "seconds": 0.0, "needs_bytes": need,
                     "skipped": f"their numbers ({need / 2**30:.1f} GiB) would take more memory than "
                                f"the default allows ({RESIDENT_BYTES / 2**30:.0f} GiB, and half of what is free)"}

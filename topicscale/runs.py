@@ -25,7 +25,7 @@ from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
 from .merge import Merge
 from .models import load_model, store
-from .polish import AUTO, Polish, outcome as polish_outcome
+from .polish import AUTO, Polish, outcome as polish_outcome, responsibilities_bytes
 from .train import RunLimits, RunState, planned_docs, train
 
 CHECKPOINT_FILE = "checkpoint.npz"
@@ -86,6 +86,8 @@ def run_limits(config):
             passes = float("inf")
         else:
             passes, min_gain = convergence.MAX_PASSES, convergence.MIN_GAIN
+            if config.get("start") == "assignment" and config.get("polish") != 0:
+                passes = 1          # the polish's sweeps train on from there (polish.py)
     return RunLimits(batch_size=config["batch_size"], passes=passes, min_gain=min_gain,
                      chunk_docs=config.get("chunk_docs") or RunLimits.chunk_docs,
                      max_docs=config.get("max_docs") or 0,
@@ -245,7 +247,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         _say_chunks(executor, limits, say)
     score_pass = convergence.PassScorer(corpus, heldout, config["seed"], model.kind, executor=executor,
                                         aside=aside)
-    polish = Polish(training, config["polish"], output) if config.get("polish") else None
+    polish = (Polish(training, config["polish"], output, relied_on=config.get("start") == "assignment")
+              if config.get("polish") else None)
     merge = Merge(score_pass.documents, score_pass.scored_on) if config.get("merge") else None
     evaluate = (lambda m: score_pass.heldout_result(m)                 # eval's default protocol
                 or evaluate_model(m, heldout, executor=executor)) if heldout else None
@@ -273,6 +276,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary.update(workers=executor.n_workers, worker_threads=executor.threads)
         if limits.min_gain:
             summary["scored_on"] = score_pass.scored_on
+        if config.get("start"):
+            summary["start"] = config["start"]
         if aside is not None:
             summary["held_aside"] = int(aside.shape[0])
         if "kept" in summary.get("polish", {}):
@@ -287,6 +292,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             return summary, stop.signum
         repeated, listed = listed_repeats(model)
         summary.update(repeated_topics=repeated, listed_topics=listed)
+        if model.kind == "lda":
+            summary["sweeps_bytes"] = responsibilities_bytes(training, model.n_topics)
         record(dict(summary, event="summary"))
         log.close()
         if summary.get("polish"):

@@ -6,6 +6,8 @@ and Steyvers 2004), and batch CVB0 with random responsibilities (Asuncion, Welli
 differ from the first sweep. The near-uniform start (models/lda.py) gives each topic V
 pseudo-counts; with many topics, K V far above the N tokens, the stochastic passes leave most
 topics near-uniform copies of the corpus's frequent words, and the polish's sweeps keep them so.
+From the assignment the sweeps part them, and the streamed passes add little but time: a run
+without --passes makes one (runs.run_limits) and trains on by the sweeps.
 """
 import numpy as np
 
