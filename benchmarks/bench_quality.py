@@ -15,6 +15,7 @@ threads:
                        alone), 20, 50
   --start assignment   topics started from a random assignment of the tokens, --passes 1, then
                        N = 20, 50 polish sweeps
+                       and, without --passes, one pass then the auto sweeps
   tomotopy             LDAModel(alpha = 1/K, eta = 0.01, optim_interval 0), train(100) calls on 2
                        workers up to --gibbs iterations, topics taken after each (peers.py)
 Every topic matrix is scored the same way (`--worker score`):
