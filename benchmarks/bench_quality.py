@@ -122,7 +122,7 @@ def fit(corpus, K, extra, folder, env, log, what, seed=0):
     summary = last_json(stdout, what)
     return {"train_seconds": summary["train_seconds"], "docs": summary["docs"], "local": summary["local"],
             "passes": summary["docs"] / corpus["train_docs"], "stopped": summary.get("stopped"),
-            "polish": summary.get("polish"), "path": str(folder)}
+            "polish": summary.get("polish"), "started_over": summary.get("started_over"), "path": str(folder)}
 
 
 def score_runs(rows, corpus, tag, cwork, env, log, what, timeout):
@@ -250,6 +250,9 @@ def render(result):
             setting = r["setting"]
             if (r.get("polish") or {}).get("scores"):
                 setting += f" (polish auto: kept {r['polish']['kept']} of {r['polish']['sweeps']} sweeps)"
+            if r.get("started_over"):
+                setting += (f" (started over from the assignment: {r['started_over']['repeated_topics']} "
+                            f"of {r['started_over']['listed_topics']} topics repeating)")
             lines.append(f"| {r['tool']} | {setting} | {r.get('local', '-')} | {passes} | {r['train_seconds']:.2f} "
                          f"| {r['per_word_ll']:.4f} | {r['gibbs_ll']:.4f} | {r['npmi']:.3f} | {r['diversity']:.2f} "
                          f"| {r['overlaps']} |")

@@ -1,11 +1,12 @@
-"""Where the topics start (LDA): the default `fit` (near-uniform start) beside `fit --start
-assignment` (one pass from a random assignment of the tokens, then the auto sweeps), per corpus
-and K, scored as bench_quality.py scores its rows.
+"""Where the topics start (LDA): `fit --start near-uniform` beside `fit --start assignment` (one
+pass from a random assignment of the tokens, then the auto sweeps) and the default (`--start
+auto`: near-uniform, started over from the assignment when a tenth of the topics or more end
+repeating another), per corpus and K, scored as bench_quality.py scores its rows.
 
     python benchmarks/bench_start.py [--corpora fortunes,foldoc,sotu] [--topics 50,200,600,1000]
                                      [--out benchmarks/results]
 
-Both runs: `topicscale fit CORPUS -k K --seed 0 --json` in a process of its own with 2 threads,
+Every run: `topicscale fit CORPUS -k K --seed 0 --json` in a process of its own with 2 threads,
 time = `train_seconds`. The table adds tokens a topic over words (N / (K V)): the near-uniform
 start gives each topic V pseudo-counts, so the smaller that share, the more the topics start
 alike. Writes start.md and start.json.
@@ -19,7 +20,8 @@ sys.path.insert(0, str(HERE))
 from bench_quality import case_arguments, fit, fresh_case, run_cases, score_runs  # noqa: E402
 from common import BenchError  # noqa: E402
 
-SETTINGS = {"default": [], "--start assignment": ["--start", "assignment"]}
+SETTINGS = {"default": [], "--start near-uniform": ["--start", "near-uniform"],
+            "--start assignment": ["--start", "assignment"]}
 
 
 def run_case(args, corpus, K, env, work, log):
@@ -36,11 +38,13 @@ def run_case(args, corpus, K, env, work, log):
 
 
 def render(result):
-    lines = ["# Where the topics start: near-uniform (the default) against --start assignment", "",
+    lines = ["# Where the topics start: near-uniform, assignment, and the default that picks between them", "",
              f"Written {result['date']} by `benchmarks/bench_start.py` (`{result['command']}`); machine "
              f"{result['machine'].get('cpu', '')}, 2 threads per run. Scores as in quality.md: held-out "
              "by the common and the Gibbs fold-in, NPMI of the top 10 (training corpus as boolean "
-             "documents), diversity of the top 25, pairs of topics sharing more than half of their top 10.",
+             "documents), diversity of the top 25, pairs of topics sharing more than half of their top 10. "
+             "The default trains from the near-uniform start and starts over from the assignment when a tenth "
+             "of the topics or more end repeating another (its time counts both runs; passes: the second's).",
              "",
              "| corpus | K | N / (K V) | start | passes | sweeps kept | train s | held-out LL | Gibbs fold-in "
              "| NPMI | diversity | overlapping pairs |",
@@ -49,7 +53,11 @@ def render(result):
         for r in case["rows"]:
             polish = r.get("polish") or {}
             kept = f"{polish['kept']} of {polish['sweeps']}" if "kept" in polish else polish.get("sweeps", "-")
-            lines.append(f"| {case['corpus']['name']} | {case['K']} | {case['share']:.3f} | {r['setting']} "
+            setting = r["setting"]
+            if r.get("started_over"):
+                first = r["started_over"]
+                setting += f" (started over: {first['repeated_topics']} of {first['listed_topics']} repeating)"
+            lines.append(f"| {case['corpus']['name']} | {case['K']} | {case['share']:.3f} | {setting} "
                          f"| {r['passes']:.1f} | {kept} | {r['train_seconds']:.2f} | {r['per_word_ll']:.4f} "
                          f"| {r['gibbs_ll']:.4f} | {r['npmi']:.3f} | {r['diversity']:.2f} | {r['overlaps']} |")
     return "\n".join(lines) + "\n"

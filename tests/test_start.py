@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from clirun import run
+from clirun import run, run_stopped
 from synthetic import lda_documents, planted_topics, write_corpus
 from topicscale.coherence import model_repeats
 from topicscale.inference.start import assigned_topics
@@ -128,3 +128,49 @@ def test_partial_fit_refuses_the_assignment_start():
     X = np.ones((4, 6))
     with pytest.raises(ValueError, match="partial_fit refuses"):
         LDA(n_components=2, start="assignment").partial_fit(X)
+
+
+def test_auto_starts_over_from_the_assignment_when_the_topics_end_repeating(many_topics, tmp_path, monkeypatch):
+    """The default start (auto): the near-uniform start's passes leave every topic repeating and
+    their sweeps are skipped (as for their memory at K=1000 on GCIDE), so fit starts over from the
+    assignment start, whose model is the one `--start assignment` fits; `--start near-uniform`
+    keeps the repeats, and so does auto when the assignment start's sweeps would not fit in
+    memory."""
+    from topicscale import polish
+    corpus, K = many_topics
+    monkeypatch.setattr(polish, "RESIDENT_BYTES", 0)
+    fit = lambda out, *more: json.loads(run("fit", corpus.path, "-k", K, "--seed", 0, "--json", "-q", *more,
+                                            "-o", tmp_path / out).stdout.splitlines()[-1])
+    auto = fit("auto")
+    first = auto["started_over"]
+    assert first["repeated_topics"] >= K // 10 and "more memory" in first["polish"]["skipped"]
+    assert auto["start"] == "assignment" and auto["repeated_topics"] < K // 10
+    assert auto["train_seconds"] > first["train_seconds"] > 0
+    assert load_model(tmp_path / "auto").settings["start"] == "assignment"
+    events = [json.loads(line)["event"] for line in open(tmp_path / "auto" / "metrics.jsonl")]
+    assert events.count("start_over") == 1 and events[-1] == "summary" and events.count("summary") == 1
+    fit("assignment", "--start", "assignment", "--local", auto["local"])     # the run's settings kept
+    assert ((tmp_path / "auto" / "model.npz").read_bytes()
+            == (tmp_path / "assignment" / "model.npz").read_bytes())
+
+    near = fit("near", "--start", "near-uniform")
+    assert "started_over" not in near and near["repeated_topics"] == first["repeated_topics"]
+    assert load_model(tmp_path / "near").settings["start"] == "near-uniform"
+    monkeypatch.setattr(polish, "available_memory", lambda: None)      # the sweeps would go to a file
+    kept = fit("kept")
+    assert "started_over" not in kept and kept["start"] == "near-uniform"
+    assert kept["repeated_topics"] == first["repeated_topics"]
+
+
+def test_a_run_stopped_after_starting_over_resumes_to_the_same_model(many_topics, tmp_path, monkeypatch):
+    from topicscale import polish
+    corpus, K = many_topics
+    monkeypatch.setattr(polish, "RESIDENT_BYTES", 0)
+    args = ["fit", corpus.path, "-k", K, "--seed", 0]
+    _, first_polls = run_stopped(monkeypatch, 10 ** 9, *args, "--start", "near-uniform", "-o", tmp_path / "near")
+    run(*args, "-q", "-o", tmp_path / "whole")
+    r, _ = run_stopped(monkeypatch, first_polls + 2, *args, "-o", tmp_path / "cut")
+    assert r.exit_code == 0 and "partial model" in r.output            # stopped in the second run
+    resumed = json.loads(run("fit", "--resume", tmp_path / "cut", "--json", "-q").stdout.splitlines()[-1])
+    assert resumed["start"] == "assignment" and resumed["started_over"]["repeated_topics"] >= K // 10
+    assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()

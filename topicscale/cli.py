@@ -343,6 +343,13 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
                 if summary.get("workers") else f"{summary['threads']} threads")
              + (f"; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"
                 if summary.get("kernel_load_seconds") is not None else ")")]
+    if summary.get("started_over"):
+        from .polish import outcome
+        first = summary["started_over"]
+        lines.append(f"the near-uniform start left {first['repeated_topics']} of {first['listed_topics']} topics "
+                     f"repeating another ({first['docs']} documents, polish: {outcome(first['polish'])}; "
+                     f"{first['train_seconds']:.2f} s, counted above): started over from a random "
+                     "assignment (--start auto)")
     if summary.get("scored_on"):
         lines.append(_convergence_line(summary))
     if summary.get("polish"):

@@ -95,14 +95,17 @@ PART_OPTIONS = (
     Option("estep_beta", ("--estep-beta",), click.Choice(["exp-elog", "mean"]),
            "Topics the mean-field E-step multiplies by: mean = E[beta], CVB0's plug-in, which keeps rare "
            "words in their topics; exp-elog = exp(E[log beta]), the SVI paper's eq. 33.", "mean"),
-    Option("start", ("--start",), click.Choice(["near-uniform", "assignment"]),
+    Option("start", ("--start",), click.Choice(["auto", "near-uniform", "assignment"]),
            "The topics training starts from: near-uniform (each entry Gamma(100, 1/100), online LDA's "
            "start) or assignment (the counts of every training token given a topic at random, as a "
            "collapsed Gibbs sampler starts; one more read of the corpus). With --polish, when the topics are "
            "many (each gets far fewer tokens than the vocabulary has words), assignment keeps them apart "
            "where the near-uniform start leaves most of them alike. Without --passes, assignment makes one "
-           "pass and the polish's sweeps train on from there (auto's run whatever their memory).",
-           "near-uniform"),
+           "pass and the polish's sweeps train on from there (auto's run whatever their memory). "
+           "auto: near-uniform; when fit trains until the model stops improving, polishes, and ends with a "
+           "tenth of the topics or more repeating another, it starts over from assignment (if the sweeps' "
+           "numbers fit in memory).",
+           "auto"),
     Option("polish", ("--polish",), COUNT_OR_AUTO,
            "Sweeps of over-relaxed batch collapsed variational Bayes (CVB0) over the whole corpus after "
            "the streamed passes: sharper, more coherent topics. Keeps K float32 numbers per distinct word "

@@ -25,14 +25,14 @@ from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
 from .merge import Merge
 from .models import load_model, store
-from .polish import AUTO, Polish, outcome as polish_outcome, responsibilities_bytes
+from .polish import AUTO, Polish, fits_in_memory, outcome as polish_outcome, responsibilities_bytes
 from .train import RunLimits, RunState, planned_docs, train
 
 CHECKPOINT_FILE = "checkpoint.npz"
 # fit settings that describe one run rather than the model (not saved in the model's settings)
 RUN_ONLY = {"output", "threads", "force", "init_model", "heldout", "eval_every", "checkpoint_every",
             "checkpoint_seconds", "passes", "max_docs", "time_limit", "n_topics", "alpha", "eta", "report",
-            *options.CLUSTER_OPTIONS}
+            "started_over", *options.CLUSTER_OPTIONS}
 RUN_LOG = ".run.jsonl"
 # model settings that say a prior is learned (--alpha auto, --eta auto: inference/priors.py)
 LEARNED = ("alpha_auto", "eta_auto")
@@ -153,6 +153,8 @@ def new_model(config, corpus):
     kept = RUN_ONLY | set(options.KEPT_BY_INIT)
     model.settings = {k: v for k, v in config.items() if k not in kept and v is not None}
     model.settings.update(carried)
+    if model.settings.get("start") == "auto":
+        model.settings["start"] = "near-uniform"        # until the run starts over (_starts_over)
     return model
 
 
@@ -276,8 +278,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary.update(workers=executor.n_workers, worker_threads=executor.threads)
         if limits.min_gain:
             summary["scored_on"] = score_pass.scored_on
-        if config.get("start"):
-            summary["start"] = config["start"]
+        if model.settings.get("start"):
+            summary["start"] = model.settings["start"]
         if aside is not None:
             summary["held_aside"] = int(aside.shape[0])
         if "kept" in summary.get("polish", {}):
@@ -294,6 +296,19 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         summary.update(repeated_topics=repeated, listed_topics=listed)
         if model.kind == "lda":
             summary["sweeps_bytes"] = responsibilities_bytes(training, model.n_topics)
+        if _starts_over(config, limits, summary):
+            first = {"repeated_topics": repeated, "listed_topics": listed, "docs": state.docs,
+                     "polish": summary.get("polish"), "train_seconds": state.train_seconds}
+            record(dict(summary, event="start_over"))     # not "summary": the run goes on
+            log.close()
+            say(f"{repeated} of {listed} topics repeat another after training from the near-uniform start: "
+                "starting over from a random assignment of the tokens (--start assignment)")
+            again = dict(config, start="assignment", started_over=first)
+            return _run(new_model(again, corpus), again, corpus, heldout,
+                        RunState(train_seconds=state.train_seconds), None, output, progress, say, fresh=True,
+                        executor=executor)
+        if config.get("started_over"):
+            summary["started_over"] = config["started_over"]
         record(dict(summary, event="summary"))
         log.close()
         if summary.get("polish"):
@@ -314,6 +329,18 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         return summary, None
     finally:
         log.close()
+
+
+def _starts_over(config, limits, summary):
+    """--start auto: an LDA trained until it stops improving, then polished, whose topics end with
+    MANY_REPEATS of them or more repeating another starts over from the assignment start (one
+    pass, then the sweeps; inference/start.py), which kept them apart on every corpus measured
+    (benchmarks/results/start.md) where the sweeps from the near-uniform start left them alike or
+    were skipped for their memory; not when those sweeps' numbers would not fit in memory."""
+    from .coherence import many_repeat
+    return (config.get("start") == "auto" and bool(limits.min_gain) and bool(config.get("polish"))
+            and many_repeat(summary["repeated_topics"], summary["listed_topics"])
+            and fits_in_memory(summary["sweeps_bytes"]))
 
 
 def _finish_metrics(output, append):
