@@ -44,7 +44,7 @@ def render(result):
              "by the common and the Gibbs fold-in, NPMI of the top 10 (training corpus as boolean "
              "documents), diversity of the top 25, pairs of topics sharing more than half of their top 10. "
              "The default trains from the near-uniform start and starts over from the assignment when a tenth "
-             "of the topics or more end repeating another (its time counts both runs; passes: the second's).",
+             "of the topics or more end repeating another (its time and passes count both runs).",
              "",
              "| corpus | K | N / (K V) | start | passes | sweeps kept | train s | held-out LL | Gibbs fold-in "
              "| NPMI | diversity | overlapping pairs |",

@@ -116,6 +116,22 @@ def test_curve_points_are_the_evaluations_in_metrics(lda):
     assert data.final_eval == [r for r in records if r["event"] == "eval"][-1]
 
 
+def test_a_run_started_over_shows_the_curve_of_its_second_start(tmp_path):
+    """fit --start auto: the first start's evaluations are dropped, the second's counted on from
+    its documents (its seconds already go on from them)."""
+    lines = [{"event": "eval", "docs": 100, "train_seconds": 1.0, "per_word_ll": -9.0},
+             {"event": "start_over", "docs": 300, "train_seconds": 3.0},
+             {"event": "eval", "docs": 100, "train_seconds": 4.0, "per_word_ll": -8.5},
+             {"event": "eval", "docs": 200, "train_seconds": 5.0, "per_word_ll": -8.0},
+             {"event": "summary", "docs": 500, "train_seconds": 5.0},
+             {"event": "eval", "docs": 50, "train_seconds": 0.5, "per_word_ll": -7.9}]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    points, note = report.heldout_curve(tmp_path)
+    assert note == "" and points == [{"docs": 400, "seconds": 4.0, "per_word_ll": -8.5},
+                                     {"docs": 500, "seconds": 5.0, "per_word_ll": -8.0},
+                                     {"docs": 550, "seconds": 5.5, "per_word_ll": -7.9}]
+
+
 def test_topic_sizes_and_words_are_the_models(lda):
     data = report.gather(lda, top_n=5)
     m = load_model(lda)

@@ -131,8 +131,8 @@ def test_partial_fit_refuses_the_assignment_start():
 
 
 def test_auto_starts_over_from_the_assignment_when_the_topics_end_repeating(many_topics, tmp_path, monkeypatch):
-    """The default start (auto): the near-uniform start's passes leave every topic repeating and
-    their sweeps are skipped (as for their memory at K=1000 on GCIDE), so fit starts over from the
+    """The default start (auto): the near-uniform start's passes leave a tenth of the topics or
+    more repeating and their sweeps are skipped (as for their memory at K=1000 on GCIDE), so fit starts over from the
     assignment start, whose model is the one `--start assignment` fits; `--start near-uniform`
     keeps the repeats, and so does auto when the assignment start's sweeps would not fit in
     memory."""
@@ -145,7 +145,8 @@ def test_auto_starts_over_from_the_assignment_when_the_topics_end_repeating(many
     first = auto["started_over"]
     assert first["repeated_topics"] >= K // 10 and "more memory" in first["polish"]["skipped"]
     assert auto["start"] == "assignment" and auto["repeated_topics"] < K // 10
-    assert auto["train_seconds"] > first["train_seconds"] > 0
+    assert auto["train_seconds"] > first["train_seconds"] > 0 and first["docs"] > corpus.n_docs
+    assert auto["docs"] == first["docs"] + corpus.n_docs - auto["held_aside"]     # both runs' documents
     assert load_model(tmp_path / "auto").settings["start"] == "assignment"
     events = [json.loads(line)["event"] for line in open(tmp_path / "auto" / "metrics.jsonl")]
     assert events.count("start_over") == 1 and events[-1] == "summary" and events.count("summary") == 1
@@ -156,6 +157,11 @@ def test_auto_starts_over_from_the_assignment_when_the_topics_end_repeating(many
     near = fit("near", "--start", "near-uniform")
     assert "started_over" not in near and near["repeated_topics"] == first["repeated_topics"]
     assert load_model(tmp_path / "near").settings["start"] == "near-uniform"
+    continued = json.loads(run("fit", corpus.path, "--init", tmp_path / "near", "--polish", "auto", "--seed", 0,
+                               "--json", "-q", "-o", tmp_path / "continued").stdout.splitlines()[-1])
+    assert "started_over" not in continued and continued["start"] == "near-uniform"
+    fixed = fit("fixed", "--passes", 2, "--polish", 5)
+    assert "started_over" not in fixed and fixed["repeated_topics"] >= K // 10
     monkeypatch.setattr(polish, "available_memory", lambda: None)      # the sweeps would go to a file
     kept = fit("kept")
     assert "started_over" not in kept and kept["start"] == "near-uniform"
@@ -170,7 +176,10 @@ def test_a_run_stopped_after_starting_over_resumes_to_the_same_model(many_topics
     _, first_polls = run_stopped(monkeypatch, 10 ** 9, *args, "--start", "near-uniform", "-o", tmp_path / "near")
     run(*args, "-q", "-o", tmp_path / "whole")
     r, _ = run_stopped(monkeypatch, first_polls + 2, *args, "-o", tmp_path / "cut")
-    assert r.exit_code == 0 and "partial model" in r.output            # stopped in the second run
+    assert r.exit_code == 0 and "partial model" in r.output
+    from topicscale.runs import _load_checkpoint
+    _, config, _, _, _ = _load_checkpoint(tmp_path / "cut")
+    assert config["start"] == "assignment" and config["started_over"]      # stopped in the second run
     resumed = json.loads(run("fit", "--resume", tmp_path / "cut", "--json", "-q").stdout.splitlines()[-1])
     assert resumed["start"] == "assignment" and resumed["started_over"]["repeated_topics"] >= K // 10
     assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()

@@ -101,10 +101,10 @@ PART_OPTIONS = (
            "collapsed Gibbs sampler starts; one more read of the corpus). With --polish, when the topics are "
            "many (each gets far fewer tokens than the vocabulary has words), assignment keeps them apart "
            "where the near-uniform start leaves most of them alike. Without --passes, assignment makes one "
-           "pass and the polish's sweeps train on from there (auto's run whatever their memory). "
+           "pass and the polish's sweeps train on from there (--polish auto's run whatever their memory). "
            "auto: near-uniform; when fit trains until the model stops improving, polishes, and ends with a "
-           "tenth of the topics or more repeating another, it starts over from assignment (if the sweeps' "
-           "numbers fit in memory).",
+           "tenth of the topics or more repeating another, it starts over from assignment with the same "
+           "settings (if those sweeps' numbers fit in memory).",
            "auto"),
     Option("polish", ("--polish",), COUNT_OR_AUTO,
            "Sweeps of over-relaxed batch collapsed variational Bayes (CVB0) over the whole corpus after "
@@ -116,7 +116,7 @@ PART_OPTIONS = (
            "when none beats them, but not an LDA's when a tenth of them or more repeat another); "
            "stops when two checks in a row gain under 0.002 nats a word a sweep "
            "over the best (at most 100); none when its numbers would exceed 4 GiB or half the memory "
-           "available (except after --start assignment).",
+           "available (except after the assignment start, given or started over from).",
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
            "--time-limit or --init), else 0"),
     Option("merge", ("--merge/--no-merge",), None,

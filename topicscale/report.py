@@ -46,11 +46,13 @@ def heldout_curve(model_path):
     """(points, note): the held-out evaluations in MODEL/metrics.jsonl as {docs, seconds,
     per_word_ll}, in order. A folder trained again with `--init` holds several runs; their
     documents and training seconds are counted on from the runs before (each run's summary line
-    closes it). note says why there is no curve (no evaluation, or only one)."""
+    closes it); a run that started over (fit --start auto) shows the points of its second start
+    only, its documents and seconds counted on from the first's. note says why there is no curve
+    (no evaluation, or only one)."""
     path = Path(model_path) / "metrics.jsonl"
     if not path.is_file():
         return [], f"There is no held-out curve: {path} does not exist."
-    points, docs0, seconds0 = [], 0, 0.0
+    points, docs0, seconds0, first_docs, run_start = [], 0, 0.0, 0, 0
     with open(path, encoding="utf-8") as fh:
         for number, line in enumerate(fh, 1):
             try:
@@ -59,11 +61,15 @@ def heldout_curve(model_path):
                 raise InputError(path, number, "not a JSON line") from None
             event = record.get("event")
             if event == "eval":
-                points.append({"docs": docs0 + record["docs"], "seconds": seconds0 + record["train_seconds"],
-                               "per_word_ll": record["per_word_ll"]})
+                points.append({"docs": docs0 + first_docs + record["docs"],
+                               "seconds": seconds0 + record["train_seconds"], "per_word_ll": record["per_word_ll"]})
+            elif event == "start_over":         # fit --start auto dropped this run's model and went on
+                del points[run_start:]
+                first_docs = record["docs"]     # (its seconds go on in the next run's records)
             elif event == "summary":
                 docs0 += record["docs"]
                 seconds0 += record["train_seconds"]
+                first_docs, run_start = 0, len(points)
     if not points:
         return [], ("There is no held-out curve: the model was fitted without --heldout, so "
                     f"{path.name} holds no held-out evaluation (`topicscale fit CORPUS --heldout "

@@ -204,8 +204,16 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
             executor = None
             if any(config.get(name) for name in options.CLUSTER_OPTIONS):
                 executor = stack.enter_context(cluster_for(config, worker_threads, say))
-            return _run(model, config, corpus, heldout, state, algo_state, output, progress, say,
-                        fresh=not resume, executor=executor)
+            while True:
+                summary, signum, first = _run(model, config, corpus, heldout, state, algo_state, output,
+                                              progress, say, fresh=not resume, executor=executor)
+                if first is None:
+                    return summary, signum
+                # --start auto: the run again from the assignment start (_starts_over), the
+                # first one's model freed
+                config = dict(config, start="assignment", started_over=first)
+                model, state, algo_state, resume = (new_model(config, corpus),
+                                                    RunState(train_seconds=first["train_seconds"]), None, False)
 
 
 def cluster_for(config, worker_threads, say):
@@ -280,6 +288,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary["scored_on"] = score_pass.scored_on
         if model.settings.get("start"):
             summary["start"] = model.settings["start"]
+        if config.get("started_over"):
+            _count_both_runs(summary, config["started_over"])
         if aside is not None:
             summary["held_aside"] = int(aside.shape[0])
         if "kept" in summary.get("polish", {}):
@@ -291,24 +301,19 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             model.settings.pop("partial")
             say(f"topicscale: wrote a partial model to {output}; continue with "
                 f"`topicscale fit --resume {output}`")
-            return summary, stop.signum
+            return summary, stop.signum, None
         repeated, listed = listed_repeats(model)
         summary.update(repeated_topics=repeated, listed_topics=listed)
         if model.kind == "lda":
             summary["sweeps_bytes"] = responsibilities_bytes(training, model.n_topics)
         if _starts_over(config, limits, summary):
-            first = {"repeated_topics": repeated, "listed_topics": listed, "docs": state.docs,
-                     "polish": summary.get("polish"), "train_seconds": state.train_seconds}
-            record(dict(summary, event="start_over"))     # not "summary": the run goes on
-            log.close()
+            record(dict(summary, event="start_over"))     # not "summary": this run's model is dropped
             say(f"{repeated} of {listed} topics repeat another after training from the near-uniform start: "
-                "starting over from a random assignment of the tokens (--start assignment)")
-            again = dict(config, start="assignment", started_over=first)
-            return _run(new_model(again, corpus), again, corpus, heldout,
-                        RunState(train_seconds=state.train_seconds), None, output, progress, say, fresh=True,
-                        executor=executor)
-        if config.get("started_over"):
-            summary["started_over"] = config["started_over"]
+                f"starting over from a random assignment of the tokens (--start assignment, --local "
+                f"{config['local']})")
+            return None, None, {"repeated_topics": repeated, "listed_topics": listed, "docs": state.docs,
+                                "tokens": state.tokens, "polish": summary.get("polish"),
+                                "train_seconds": state.train_seconds}
         record(dict(summary, event="summary"))
         log.close()
         if summary.get("polish"):
@@ -326,19 +331,31 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
                 raise TopicscaleError(f"wrote the model {output}, but not its report "
                                       f"({exc}); `topicscale report {output} -o FILE` writes it") from None
             summary["report"] = config["report"]
-        return summary, None
+        return summary, None, None
     finally:
         log.close()
 
 
+def _count_both_runs(summary, first):
+    """A run started over (_starts_over) counts the first run's documents and tokens with its own,
+    as its train_seconds does."""
+    summary["docs"] += first["docs"]
+    summary["tokens"] += first["tokens"]
+    summary["started_over"] = first
+    for rate, count in (("docs_per_s", "docs"), ("tokens_per_s", "tokens")):
+        summary[rate] = summary[count] / summary["train_seconds"] if summary["train_seconds"] else None
+
+
 def _starts_over(config, limits, summary):
     """--start auto: an LDA trained until it stops improving, then polished, whose topics end with
-    MANY_REPEATS of them or more repeating another starts over from the assignment start (one
-    pass, then the sweeps; inference/start.py), which kept them apart on every corpus measured
-    (benchmarks/results/start.md) where the sweeps from the near-uniform start left them alike or
-    were skipped for their memory; not when those sweeps' numbers would not fit in memory."""
+    MANY_REPEATS of them or more repeating another starts over from the assignment start with
+    its other settings (one pass, then the sweeps; inference/start.py), which kept them apart on
+    every corpus measured (benchmarks/results/start.md) where the sweeps from the near-uniform
+    start left them alike or were skipped for their memory; not when those sweeps' numbers would
+    not fit in memory, nor after --init (the topics are the given model's)."""
     from .coherence import many_repeat
-    return (config.get("start") == "auto" and bool(limits.min_gain) and bool(config.get("polish"))
+    return (config.get("start") == "auto" and not config.get("init_model") and bool(limits.min_gain)
+            and bool(config.get("polish"))
             and many_repeat(summary["repeated_topics"], summary["listed_topics"])
             and fits_in_memory(summary["sweeps_bytes"]))
 
