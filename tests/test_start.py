@@ -132,10 +132,10 @@ def test_partial_fit_refuses_the_assignment_start():
 
 def test_auto_starts_over_from_the_assignment_when_the_topics_end_repeating(many_topics, tmp_path, monkeypatch):
     """The default start (auto): the near-uniform start's passes leave a tenth of the topics or
-    more repeating and their sweeps are skipped (as for their memory at K=1000 on GCIDE), so fit starts over from the
-    assignment start, whose model is the one `--start assignment` fits; `--start near-uniform`
-    keeps the repeats, and so does auto when the assignment start's sweeps would not fit in
-    memory."""
+    more repeating and their sweeps are skipped (as for their memory at K=1000 on GCIDE), so fit
+    starts over from the assignment start, whose model is the one `--start assignment` fits with
+    the same local step; `--start near-uniform`, `--init`, and `--passes` keep the repeats, and
+    so does auto when the assignment start's sweeps would not fit in memory."""
     from topicscale import polish
     corpus, K = many_topics
     monkeypatch.setattr(polish, "RESIDENT_BYTES", 0)
