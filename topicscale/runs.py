@@ -18,7 +18,7 @@ import numpy as np
 
 from . import convergence, options, registry
 from .atomic import atomic_file
-from .coherence import listed_repeats
+from .coherence import listed_repeats, many_repeat
 from .corpus.shards import Corpus, open_corpus
 from .corpus.subset import CorpusWithout
 from .errors import TopicscaleError
@@ -353,7 +353,6 @@ def _starts_over(config, limits, summary):
     every corpus measured (benchmarks/results/start.md) where the sweeps from the near-uniform
     start left them alike or were skipped for their memory; not when those sweeps' numbers would
     not fit in memory, nor after --init (the topics are the given model's)."""
-    from .coherence import many_repeat
     return (config.get("start") == "auto" and not config.get("init_model") and bool(limits.min_gain)
             and bool(config.get("polish"))
             and many_repeat(summary["repeated_topics"], summary["listed_topics"])
