@@ -182,7 +182,8 @@ class Polish:
         indptr, indices, counts = np.array([0, 1]), np.zeros(1, np.int32), np.ones(1)
         alpha = document_prior(model)
         resp = np.empty((1, K), np.float32)
-        kernel.document_responsibilities(indptr, indices, counts, np.ones((1, K)), alpha, 1, resp)
+        topics = np.ones((1, K), np.float32)
+        kernel.document_responsibilities(indptr, indices, counts, topics, alpha, 1, resp)
         n_wk = np.zeros((1, K))
         kernel.add_word_counts(indices, counts, resp, n_wk)
         kernel.sweep(indptr, indices, counts, resp, n_wk.astype(np.float32), n_wk.sum(axis=0), alpha,
@@ -235,7 +236,7 @@ class Polish:
         kept = list(self._blocks()) if resident else None
         blocks = (lambda: kept) if resident else self._blocks
         try:
-            topics = np.ascontiguousarray(model.expected_beta())
+            topics = np.ascontiguousarray(model.expected_beta(), dtype=np.float32)
             n_wk = np.zeros((V, K))
             for start, block in blocks():
                 part = resp[start:start + block.indices.shape[0]]

@@ -24,7 +24,8 @@ merged side by side). So the result depends on LANES and the blocks, never on th
 is summed from resp when a document starts: only n_wk (V x K), the lanes' changes
 (LANES x V x K) and resp are kept. n_wk and the changes may be float32 (n_k stays float64): a
 sweep adds a word's changes to n_wk once a block, so roundings add up over blocks, not entries,
-and an entry fetches half the bytes.
+and an entry fetches half the bytes. An entry's update runs in float32 (n_dk, 1 / (n_k + V eta),
+alpha): twice the lanes of a vector register, and a document's counts are small.
 """
 import numpy as np
 from numba import njit, prange
@@ -38,25 +39,27 @@ MERGE_CHUNKS = 8
 @njit(parallel=True, cache=True)
 def document_responsibilities(indptr, indices, counts, topics, alpha, sweeps, resp):
     """resp of every entry from fixed topics (V x K, E[beta]): CVB0 of each document alone,
-    n_dk starting at the document's length / K, `sweeps` sweeps over its entries."""
+    n_dk starting at the document's length / K, `sweeps` sweeps over its entries. In float32
+    whatever the inputs' precision (a document's counts are small)."""
     K = topics.shape[1]
+    prior = alpha.astype(np.float32)
     for d in prange(indptr.shape[0] - 1):
-        g = np.empty(K)
-        n_dk = np.empty(K)
+        g = np.empty(K, dtype=np.float32)
+        n_dk = np.empty(K, dtype=np.float32)
         length = 0.0
         for p in range(indptr[d], indptr[d + 1]):
             length += counts[p]
             resp[p, :] = np.float32(1.0 / K)
-        n_dk[:] = length / K
+        n_dk[:] = np.float32(length / K)
         for _ in range(sweeps):
             for p in range(indptr[d], indptr[d + 1]):
-                word, m, own = topics[indices[p]], counts[p], resp[p]
+                word, m, own = topics[indices[p]], np.float32(counts[p]), resp[p]
                 for k in range(K):
                     n_dk[k] -= m * own[k]
-                    g[k] = word[k] * (max(n_dk[k], 0.0) + alpha[k])
-                scale = 1.0 / sum_in_eight(g)
+                    g[k] = np.float32(word[k]) * (max(n_dk[k], np.float32(0.0)) + prior[k])
+                scale = np.float32(1.0) / sum_in_eight(g)
                 for k in range(K):
-                    own[k] = np.float32(g[k] * scale)
+                    own[k] = g[k] * scale
                     n_dk[k] += m * own[k]
 
 
@@ -86,10 +89,10 @@ def lane_bounds(indptr, lanes):
 
 @njit(cache=True, nogil=True)
 def sum_in_eight(x):
-    """sum(x) as eight running sums (k mod 8) added pairwise at the end: no chain of dependent
-    additions through all K, so the loops before and after it vectorise, and the same bits on
-    any CPU."""
-    s = np.zeros(8)
+    """sum(x) as eight running sums (k mod 8) added pairwise at the end, in x's precision: no
+    chain of dependent additions through all K, so the loops before and after it vectorise, and
+    the same bits on any CPU."""
+    s = np.zeros(8, dtype=x.dtype)
     n = x.shape[0] - x.shape[0] % 8
     for k in range(0, n, 8):
         for j in range(8):
@@ -102,30 +105,31 @@ def sum_in_eight(x):
 @njit(cache=True, nogil=True)
 def _sweep_lane(indptr, indices, counts, resp, first, last, n_wk, change, inv_total, alpha, eta, relax):
     """The sweep of documents first..last - 1, counting from n_wk + change and adding its own
-    changes to `change` (V x K)."""
+    changes to `change` (V x K); all in float32 (inv_total, alpha, eta and relax given so)."""
     K = n_wk.shape[1]
-    g = np.empty(K)
-    n_dk = np.empty(K)
+    g = np.empty(K, dtype=np.float32)
+    n_dk = np.empty(K, dtype=np.float32)
+    zero = np.float32(0.0)
     for d in range(first, last):
-        n_dk[:] = 0.0
+        n_dk[:] = zero
         for p in range(indptr[d], indptr[d + 1]):
-            m, own = counts[p], resp[p]
+            m, own = np.float32(counts[p]), resp[p]
             for k in range(K):
                 n_dk[k] += m * own[k]
         for p in range(indptr[d], indptr[d + 1]):
-            m, own = counts[p], resp[p]
+            m, own = np.float32(counts[p]), resp[p]
             word, moved = n_wk[indices[p]], change[indices[p]]
             for k in range(K):
                 share = m * own[k]
                 n_dk[k] -= share
-                g[k] = ((max(word[k] + moved[k] - share, 0.0) + eta) * inv_total[k]
-                        * (max(n_dk[k], 0.0) + alpha[k]))
-            scale = 1.0 / sum_in_eight(g)
+                g[k] = ((max(word[k] + moved[k] - share, zero) + eta) * inv_total[k]
+                        * (max(n_dk[k], zero) + alpha[k]))
+            scale = np.float32(1.0) / sum_in_eight(g)
             for k in range(K):
-                g[k] = max(own[k] + relax * (g[k] * scale - own[k]), 0.0)
-            scale = 1.0 / sum_in_eight(g)
+                g[k] = max(own[k] + relax * (g[k] * scale - own[k]), zero)
+            scale = np.float32(1.0) / sum_in_eight(g)
             for k in range(K):
-                new = np.float32(g[k] * scale)
+                new = g[k] * scale
                 share = m * new
                 moved[k] += share - m * own[k]
                 n_dk[k] += share
@@ -138,11 +142,12 @@ def sweep(indptr, indices, counts, resp, n_wk, n_k, alpha, eta, change, relax):
     place on resp, n_wk and n_k; `change` (LANES x V x K, zero) is the lanes' scratch and is left
     zero."""
     K = n_k.shape[0]
-    inv_total = 1.0 / (n_k + n_wk.shape[0] * eta)
+    inv_total = (1.0 / (n_k + n_wk.shape[0] * eta)).astype(np.float32)
+    prior = alpha.astype(np.float32)
     bounds = lane_bounds(indptr, LANES)
     for lane in prange(LANES):
         _sweep_lane(indptr, indices, counts, resp, bounds[lane], bounds[lane + 1], n_wk, change[lane],
-                    inv_total, alpha, eta, relax)
+                    inv_total, prior, np.float32(eta), np.float32(relax))
     words, _ = distinct_words(indices[indptr[0]:indptr[-1]])
     n = words.shape[0]
     added = np.zeros((MERGE_CHUNKS, K))
