@@ -2,7 +2,7 @@
 topicscale's default `fit` beside tomotopy's collapsed Gibbs sampler, per corpus and K.
 
     python benchmarks/bench_quality.py [--corpora sotu,nyt,foldoc,debian,gcide,wordnet,fortunes,manpages,pydocs] [--topics 50]
-                                       [--gibbs 1000] [--out benchmarks/results]
+                                       [--gibbs 1000] [--polish-sweeps 0,20,50] [--out benchmarks/results]
 
 Each corpus is prepared as for bench_peers.py (corpora.py). Runs, each in its own process with 2
 threads:
@@ -12,7 +12,7 @@ threads:
   topicscale P passes  the same with --passes 1, 5, 20: the curve
   scvb0 P passes       --algorithm scvb0 --passes 5, 20
   --polish N           the default's passes followed by N batch CVB0 sweeps, N = 0 (the passes
-                       alone), 20, 50
+                       alone), 20, 50 (--polish-sweeps)
   --start assignment   topics started from a random assignment of the tokens, --passes 1, then
                        N = 20, 50 polish sweeps
                        and, without --passes, one pass then the auto sweeps
@@ -156,7 +156,7 @@ def run_case(args, corpus, K, env, work, log):
     for p in SCVB0_PASSES:
         rows.append(dict(fit(corpus, K, ["--algorithm", "scvb0", "--passes", str(p)], cwork / f"scvb0-p{p}", env,
                              log, f"{name} scvb0 {p} passes"), tool="topicscale", setting=f"--algorithm scvb0, {p} passes"))
-    for n in POLISH_SWEEPS:
+    for n in args.polish_sweeps:
         rows.append(dict(fit(corpus, K, ["--polish", str(n)], cwork / f"polish{n}", env, log,
                              f"{name} --polish {n}"), tool="topicscale", setting=f"--polish {n}"))
     for n in START_SWEEPS:
@@ -179,10 +179,12 @@ def run_case(args, corpus, K, env, work, log):
         r.update({k: v for k, v in s.items() if k != "path"})
         r.pop("path")
     return {"case": name, "corpus": corpus, "K": K, "rows": rows,
-            "targets": {s: targets(rows, s) for s in TARGETED}}
+            "targets": {s: targets(rows, s) for s in targeted(args.polish_sweeps)}}
 
 
-TARGETED = ("default", *(f"--polish {n}" for n in POLISH_SWEEPS), *map(start_setting, START_SWEEPS),
+def targeted(polish_sweeps):
+    """The settings whose targets are reported."""
+    return ("default", *(f"--polish {n}" for n in polish_sweeps), *map(start_setting, START_SWEEPS),
             "--start assignment")
 
 
@@ -213,9 +215,9 @@ def plot(case, path):
             ax.plot([r["train_seconds"] for r in pts], [r[key] for r in pts], marker=marker, label=tool)
         d = next(r for r in case["rows"] if r["setting"] == "default")
         ax.plot([d["train_seconds"]], [d[key]], "*", markersize=14, label="topicscale default")
-        pol = [r for r in case["rows"] if "polish" in r["setting"]]
+        pol = [r for r in case["rows"] if r["setting"].startswith("--polish")]
         ax.plot([r["train_seconds"] for r in pol], [r[key] for r in pol], "D",
-                label="--polish " + ", ".join(map(str, POLISH_SWEEPS)))
+                label=", ".join(r["setting"] for r in pol))
         start = [r for r in case["rows"] if r["setting"].startswith("--start")]
         ax.plot([r["train_seconds"] for r in start], [r[key] for r in start], "^",
                 label="--start assignment, 1 pass, " + ", ".join(map(str, START_SWEEPS)) + " sweeps")
@@ -335,6 +337,9 @@ def main(argv=None):
         return 0
     ap = case_arguments(__doc__, "sotu,nyt,foldoc,debian,gcide,wordnet,fortunes,manpages,pydocs", "50")
     ap.add_argument("--gibbs", type=int, default=1000, help="tomotopy iterations (snapshots every 100)")
+    ap.add_argument("--polish-sweeps", default=",".join(map(str, POLISH_SWEEPS)),
+                    type=lambda text: tuple(int(n) for n in text.split(",")),
+                    help="the --polish N rows")
     try:
         orchestrate(ap.parse_args(argv))
     except BenchError as exc:
