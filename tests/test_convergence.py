@@ -28,9 +28,9 @@ def test_fit_without_passes_stops_at_the_first_pass_gaining_too_little(planted, 
     assert convergence.stopped_converging(scores)
     assert not any(convergence.stopped_converging(scores[:n]) for n in range(len(scores)))
     assert out["docs"] == len(scores) * (corpus.n_docs - 150)       # a pass is over the documents kept
-    # the best score is the saved model's on the documents held aside (BestPass)
+    # the last score is the saved model's on the documents held aside
     sample = convergence.RowSample(corpus, aside)
-    assert evaluate_model(load_model(tmp_path / "m"), sample)["per_word_ll"] == max(scores)
+    assert evaluate_model(load_model(tmp_path / "m"), sample)["per_word_ll"] == scores[-1]
     events = [json.loads(line) for line in (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()]
     assert [e["score"] for e in events if e["event"] == "pass_score"] == scores
     text = run("fit", corpus.path, "-k", 10, "--batch-size", 300, "-o", tmp_path / "m", "--force", "-q").output
@@ -117,7 +117,7 @@ def test_an_hdp_is_scored_by_the_common_fold_in_of_its_exported_topics(planted, 
                          heldout.path, "--polish", 0, "--no-merge", "-o", tmp_path / "m", "--json", "-q").stdout)
     assert out["scored_on"] == "the held-out corpus (the common fold-in of the exported topics)"
     saved = load_model(tmp_path / "m")
-    assert max(out["pass_scores"]) == evaluate_exported(saved, heldout)["per_word_ll"]
+    assert out["pass_scores"][-1] == evaluate_exported(saved, heldout)["per_word_ll"]
     assert out["heldout"]["protocol"] == "own"
     assert out["heldout"]["per_word_ll"] == evaluate_model(saved, heldout)["per_word_ll"] != out["pass_scores"][-1]
 
@@ -160,83 +160,3 @@ def test_a_resumed_run_converges_where_an_uninterrupted_one_does(planted):
     resumed, done = train(parts, corpus, limits, 0, progress=False, score_pass=score, state=state)
     assert done and resumed["pass_scores"] == summary["pass_scores"]
     assert np.array_equal(parts.model.lam, whole.model.lam)
-
-
-class ScriptedScores:
-    """A pass scorer that returns the given scores in turn (and loads nothing)."""
-
-    def __init__(self, scores):
-        self.scores = iter(scores)
-
-    def warm_up(self, model, sweeps=False):
-        pass
-
-    def __call__(self, model):
-        return next(self.scores)
-
-
-def _lda_svi(corpus, seed=0):
-    model = LDAModel.initial(corpus.vocab, 10, 0.1, 0.01, np.random.default_rng(seed))
-    return SVI(model, MeanField(), corpus.n_docs, tau=64.0, kappa=0.7)
-
-
-def test_a_run_that_ends_on_lower_scores_keeps_its_best_passs_model(planted):
-    _, corpus, _ = planted
-    limits = RunLimits(batch_size=300, passes=convergence.MAX_PASSES, min_gain=convergence.MIN_GAIN)
-    run_ = _lda_svi(corpus)
-    summary, finished = train(run_, corpus, limits, 0, progress=False,
-                              score_pass=ScriptedScores([-8.0, -7.5, -7.6, -7.7]))
-    assert finished and summary["stopped"] == "converged" and summary["kept_pass"] == 2
-    assert summary["docs"] == 4 * corpus.n_docs                 # trained four passes, kept the second
-    two = _lda_svi(corpus)
-    train(two, corpus, RunLimits(batch_size=300, passes=2), 0, progress=False)
-    assert np.array_equal(run_.model.lam, two.model.lam) and run_.model.step == two.model.step
-
-
-def test_a_run_whose_last_pass_is_its_best_keeps_it(planted):
-    _, corpus, _ = planted
-    limits = RunLimits(batch_size=300, passes=3, min_gain=convergence.MIN_GAIN)
-    run_ = _lda_svi(corpus)
-    summary, _ = train(run_, corpus, limits, 0, progress=False, score_pass=ScriptedScores([-8.0, -7.5, -7.4]))
-    three = _lda_svi(corpus)
-    train(three, corpus, RunLimits(batch_size=300, passes=3), 0, progress=False)
-    assert "kept_pass" not in summary and np.array_equal(run_.model.lam, three.model.lam)
-
-
-def test_no_copy_of_the_best_pass_is_kept_beyond_half_the_memory(planted, monkeypatch):
-    from topicscale import polish
-    _, corpus, _ = planted
-    monkeypatch.setattr(polish, "available_memory", lambda: 1000)
-    limits = RunLimits(batch_size=300, passes=convergence.MAX_PASSES, min_gain=convergence.MIN_GAIN)
-    run_ = _lda_svi(corpus)
-    summary, _ = train(run_, corpus, limits, 0, progress=False,
-                       score_pass=ScriptedScores([-8.0, -7.5, -7.6, -7.7]))
-    assert "kept_pass" not in summary and "half the memory" in summary["kept_pass_skipped"]
-    four = _lda_svi(corpus)
-    train(four, corpus, RunLimits(batch_size=300, passes=4), 0, progress=False)
-    assert np.array_equal(run_.model.lam, four.model.lam)
-
-
-def test_a_checkpoint_carries_the_best_passs_model(planted, tmp_path):
-    from topicscale.runs import _load_checkpoint, _save_checkpoint
-    _, corpus, _ = planted
-    run_, state = _lda_svi(corpus), RunState()
-    limits = RunLimits(batch_size=300, passes=3)
-    train(run_, corpus, RunLimits(batch_size=300, passes=1), 0, progress=False, state=state)
-    state.pass_scores.append(-7.0)
-    state.best.offer(run_.model, state.pass_scores)
-    best_lam = np.array(run_.model.lam)
-    train(run_, corpus, limits, 0, progress=False, state=state)         # two passes more
-    state.pass_scores += [-7.1, -7.2]
-    _save_checkpoint(tmp_path, run_.model, run_, {"seed": 0}, state, 0)
-    model, _, loaded, _, _ = _load_checkpoint(tmp_path)
-    assert loaded.best.number == 1 and np.array_equal(model.lam, run_.model.lam)
-    assert loaded.best.restore(model, loaded.pass_scores) == 1 and np.array_equal(model.lam, best_lam)
-
-
-def test_fit_says_which_pass_it_kept():
-    from topicscale.cli import _convergence_line
-    summary = {"stopped": "converged", "pass_scores": [-8.0, -7.5, -7.6, -7.7], "scored_on": "the held-out corpus"}
-    assert "kept pass" not in _convergence_line(summary)
-    assert "did not beat -7.5000" in _convergence_line(summary)
-    assert "kept pass 2's model, the best scored" in _convergence_line(dict(summary, kept_pass=2))

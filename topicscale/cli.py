@@ -437,11 +437,8 @@ def _convergence_line(summary):
     gain = f"{scores[-1] - scores[-2]:+.4f}" if len(scores) >= 2 else None
     if summary["stopped"] == "converged":
         best = max(scores[:-PATIENCE])
-        line = (f"converged after {len(scores)} passes: the last {PATIENCE} did not beat {best:.4f} on {on} "
+        return (f"converged after {len(scores)} passes: the last {PATIENCE} did not beat {best:.4f} on {on} "
                 f"by {MIN_GAIN} nats a word")
-        if summary.get("kept_pass"):
-            line += f"; kept pass {summary['kept_pass']}'s model, the best scored"
-        return line
     if summary["stopped"] == "passes" and summary.get("start") == "assignment" and summary.get("polish"):
         return (f"one pass from the assignment start ({scores[-1]:.4f} on {on}); the polish's sweeps "
                 "train on from there")

@@ -10,11 +10,7 @@ dozens of passes), so it trains too long. A corpus too small to spare ASIDE_MIN 
 scored on a sample of its training documents. Training stops when PATIENCE passes in a row fail
 to beat the best score by MIN_GAIN nats a word, or after MAX_PASSES passes. One pass of a corpus
 of a billion tokens already gains little in its second; a few thousand documents need dozens.
-The model the passes leave is the best scored one (BestPass), not the last: the passes that
-decided the stop scored lower.
 """
-import copy
-
 import numpy as np
 
 MIN_GAIN = 0.002          # nats a word a pass
@@ -27,40 +23,6 @@ ASIDE_MIN = 100
 WARM_DOCS = 8             # scored before the clock starts, to load the scoring's kernels
 BY_EXPORTED_TOPICS = ("hdp",)     # models whose passes are scored by evaluate_exported
 SWEEPS_BURN_IN = 20       # passes of the CVB0 document completion that scores LDA's polish
-
-
-class BestPass:
-    """A copy of the model as it was after its best-scored pass, to return to when the passes end
-    on lower scores (early stopping keeps the best model). No copy is kept when it would take more
-    than half the memory available (`skipped`): the run then ends with its last pass's model."""
-
-    def __init__(self, number=0, meta=None, arrays=None):
-        self.number, self.meta, self.arrays = number, meta, arrays    # number: the pass, from 1
-        self.skipped = False
-
-    def offer(self, model, scores):
-        """After each scored pass: copy the model when its score beats every earlier one."""
-        if len(scores) > 1 and scores[-1] <= max(scores[:-1]):
-            return
-        from .polish import within_half_of_memory
-        meta, arrays = model.stored()
-        self.number, self.meta, self.arrays = len(scores), None, None
-        self.skipped = not within_half_of_memory(sum(a.nbytes for a in arrays.values()))
-        if not self.skipped:
-            self.meta = copy.deepcopy(meta)
-            self.arrays = {name: np.array(a) for name, a in arrays.items()}
-
-    def restore(self, model, scores):
-        """Give `model` the best pass's state when a later pass scored lower; returns the pass
-        number kept, or None when the model is left as it is (its last pass is the best, or no
-        copy was kept)."""
-        if self.arrays is None or self.number == len(scores):
-            return None
-        best = type(model).from_stored(self.meta, self.arrays, model.vocab)
-        settings = model.settings
-        model.__dict__.update(best.__dict__)
-        model.settings = settings
-        return self.number
 
 
 class RowSample:

@@ -133,8 +133,8 @@ RUN_OPTIONS = (
     Option("passes", ("--passes",), click.FloatRange(0, min_open=True),
            "Passes over the corpus (fractions allowed).", default_text="until two passes in a row gain "
            "under 0.002 nats a word over the best (scored on --heldout, else on one document in 20, at "
-           "most 1000, held aside from training), at most 50, keeping the best-scored pass's model; or "
-           "until --time-limit / --max-docs when one is given"),
+           "most 1000, held aside from training), at most 50; or until --time-limit / --max-docs when "
+           "one is given"),
     Option("max_docs", ("--max-docs",), click.IntRange(1), "Stop after this many documents."),
     Option("time_limit", ("--time-limit",), click.FloatRange(0, min_open=True),
            "Stop after this many seconds of training."),

@@ -376,22 +376,12 @@ def _save_checkpoint(output, model, algo, config, state, log_bytes):
     meta["run"] = {"config": config, "state": state.as_dict(), "log_bytes": log_bytes}
     algo_state = algo.checkpoint_state() if hasattr(algo, "checkpoint_state") else {}
     arrays.update({f"algorithm.{k}": v for k, v in algo_state.items()})
-    best = state.best
-    if best.arrays is not None:             # the best-scored pass's model (convergence.BestPass)
-        meta["run"]["best"] = {"pass": best.number, "meta": best.meta}
-        arrays.update({f"best.{k}": v for k, v in best.arrays.items()})
     store.save(output, meta, arrays, model.vocab, filename=CHECKPOINT_FILE)
 
 
 def _load_checkpoint(output):
     meta, arrays, vocab = store.load(output, filename=CHECKPOINT_FILE)
-
-    def taken(prefix):
-        return {k.split(".", 1)[1]: arrays.pop(k) for k in list(arrays) if k.startswith(prefix)}
-    algo_state, best_arrays = taken("algorithm."), taken("best.")
+    algo_state = {k.split(".", 1)[1]: arrays.pop(k) for k in list(arrays) if k.startswith("algorithm.")}
     model = registry.model_class(meta["model"]).from_stored(meta, arrays, vocab)
     run = meta["run"]
-    state = RunState(**run["state"])
-    if "best" in run:
-        state.best = convergence.BestPass(run["best"]["pass"], run["best"]["meta"], best_arrays)
-    return model, run["config"], state, algo_state, run["log_bytes"]
+    return model, run["config"], RunState(**run["state"]), algo_state, run["log_bytes"]

@@ -4,11 +4,11 @@ Where the local steps run is the executor's business: this process (inference/ch
 or dask workers (distributed.py); the global step always runs here.
 """
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 from tqdm import tqdm
 
-from .convergence import BestPass, stopped_converging
+from .convergence import stopped_converging
 from .corpus.stream import MinibatchStream, StreamPosition
 from .errors import TopicscaleError
 from .inference.chunks import CHUNK_DOCS, InProcess
@@ -40,10 +40,9 @@ class RunState:
     last_eval: dict = field(default=None)
     pass_scores: list = field(default_factory=list)     # score after each pass (limits.min_gain)
     stopped: str = ""            # why training ended: passes, max_docs, time_limit, converged
-    best: BestPass = field(default_factory=BestPass)     # the best-scored pass's model (not in as_dict)
 
     def as_dict(self):
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "best"}
+        return asdict(self)
 
 
 class NonFiniteError(TopicscaleError):
@@ -153,7 +152,6 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                 state.train_seconds += time.perf_counter() - t_score
                 record({"event": "pass_score", "pass": len(state.pass_scores), "docs": state.docs,
                         "score": state.pass_scores[-1], "train_seconds": state.train_seconds})
-                state.best.offer(model, state.pass_scores)
                 if stopped_converging(state.pass_scores, limits.min_gain):
                     state.stopped = "converged"
             if evaluate and limits.eval_every and state.batches % limits.eval_every == 0:
@@ -164,7 +162,6 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                         and time.monotonic() - last_checkpoint >= limits.checkpoint_seconds)):
                 checkpoint(state)
                 last_checkpoint = time.monotonic()
-        kept_pass = state.best.restore(model, state.pass_scores) if finished and limits.min_gain else None
         seconds_left = lambda: limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
         polished = None
         if finished and polish:
@@ -199,10 +196,6 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                "threads_used": s.threads_used, "heldout": s.last_eval, "stopped": s.stopped or None}
     if s.pass_scores:
         summary["pass_scores"] = list(s.pass_scores)
-    if kept_pass:
-        summary["kept_pass"] = kept_pass
-    elif s.best.skipped and s.best.number != len(s.pass_scores):
-        summary["kept_pass_skipped"] = "no copy of the best pass's model: it would take more than half the memory available"
     if polished:
         summary["polish"] = polished
     if merged:
