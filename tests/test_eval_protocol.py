@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from clirun import run
+from topicscale import registry
 from topicscale.errors import TopicscaleError
 from topicscale.evaluate import document_completion, evaluate_model, evaluate_topics
 from topicscale.inference.local_steps.meanfield import MeanField
@@ -71,7 +72,7 @@ def test_text_output_names_the_protocol(planted, fits):
     lines = run("eval", folder, heldout.path).output.splitlines()
     assert lines[0] == COMMON_LINE and lines[1].startswith("per-word log likelihood")
     own = run("eval", folder, heldout.path, "--fold-in", "own").output.splitlines()
-    assert own[0] == "protocol: own (the model's local step cvb0 and its prior)"
+    assert own[0] == "protocol: own (the model's local step cvb0, 2 passes a document, and its prior)"
     assert run("eval", folder, heldout.path, "--fold-in", "other", ok=False).exit_code == 2
 
 
@@ -116,7 +117,8 @@ def test_hdp_and_ctm_keep_their_own_predictive_under_every_choice(planted, tmp_p
     model = load_model(tmp_path / kind)
     assert common["per_word_ll"] == evaluate_model(model, heldout, fold_in="own")["per_word_ll"]
     lines = run("eval", tmp_path / kind, heldout.path).output.splitlines()
-    assert lines[0] == f"protocol: own predictive of the {kind} model"
+    local = registry.local_step_for(model).name
+    assert lines[0] == f"protocol: own predictive of the {kind} model (local step {local})"
 
 
 # ------------------------------------------------------------------ shape and value checks

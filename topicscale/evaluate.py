@@ -228,13 +228,21 @@ def evaluate_exported(model, heldout, seed=0, executor=None):
 def describe_protocol(model, protocol):
     """The fold-in behind a score of `model`, in words (one line of `eval`'s output)."""
     if model.kind not in COMMON_KINDS:
-        return f"own predictive of the {model.kind} model"
+        return f"own predictive of the {model.kind} model ({local_in_words(model)})"
     if protocol == "common":
         return "common (mean-field fold-in on E[beta], alpha = 1/K)"
     if protocol == "gibbs":
         return (f"gibbs (collapsed Gibbs fold-in on E[beta], alpha = 1/K, {GIBBS_SWEEPS} sweeps, "
                 f"the first {GIBBS_BURN_IN} discarded)")
-    return f"own (the model's local step {registry.local_step_for(model).name} and its prior)"
+    return f"own (the model's {local_in_words(model)}, and its prior)"
+
+
+def local_in_words(model):
+    """The local step an own fold-in runs, with its passes a document when it runs a fixed number
+    (CVB0: burn_in + 1, as in training)."""
+    local = registry.local_step_for(model)
+    passes = getattr(local, "burn_in", None)
+    return f"local step {local.name}" + ("" if passes is None else f", {passes + 1} passes a document")
 
 
 def check_topic_matrix(beta, n_words):
