@@ -138,10 +138,11 @@ def test_infer_without_output_prints_tsv_or_json_lines(model, tmp_path):
 def test_init_continues_training(model, tmp_path):
     root, _ = model
     before = json.loads(run("info", root / "model", "--json").output)["step"]
-    run("fit", root / "corpus", "--init", root / "model", "--max-docs", "512", "--batch-size", "256",
-        "-o", tmp_path / "more")
+    summary = json.loads(run("fit", root / "corpus", "--init", root / "model", "--max-docs", "512",
+                             "--batch-size", "256", "--json", "-o", tmp_path / "more").stdout)
     after = json.loads(run("info", tmp_path / "more", "--json").output)
     assert after["step"] == before + 2 and after["topics"] == 8
+    assert summary["init"] == str(root / "model")
 
 
 def test_same_seed_same_model(sotu, tmp_path):
@@ -425,6 +426,8 @@ def test_the_repeats_line_says_what_to_try_only_when_a_tenth_of_the_topics_repea
     assert "--start assignment keeps them apart" in _repeats_line(sized) and "take 6.8 GiB" in _repeats_line(sized)
     assert "--start" not in _repeats_line(dict(sized, start="assignment"))
     assert "--start" not in _repeats_line(dict(sized, repeated_topics=4))
+    assert "--start" not in _repeats_line(dict(sized, init="model"))          # refused with --init
+    assert "take 29 MiB" in _repeats_line(dict(lda, sweeps_bytes=30_000_000))
     hdp = {"model": "hdp", "topics": 150, "listed_topics": 40, "repeated_topics": 4, "polish": kept_passes}
     assert "-k" not in _repeats_line(hdp) and "--polish 20" in _repeats_line(hdp)      # a tenth of 40
     assert "--merge --heldout" in _repeats_line(hdp)

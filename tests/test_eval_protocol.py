@@ -52,6 +52,7 @@ def test_default_eval_of_any_lda_model_is_evaluate_topics_on_its_expected_beta(p
         run("export", folder, "-o", tmp_path / f"{local}.npy")
         exported = evaluate_topics(np.load(tmp_path / f"{local}.npy"), heldout, alpha=1 / model.n_topics)
         assert ev["per_word_ll"] == pytest.approx(exported["per_word_ll"], rel=1e-12)   # topics permuted
+        assert evaluate_topics(model.expected_beta().T, str(heldout.path)) == expected    # a location
 
 
 def test_fold_in_own_is_the_models_local_step_and_differs_for_cvb0(planted, fits):

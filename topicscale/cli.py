@@ -131,9 +131,9 @@ def cli():
     \b
     Typical session:
       topicscale prepare speeches.jsonl --heldout 0.1 -o corpus    # also writes corpus-heldout
-      topicscale fit corpus -k 50 --heldout corpus-heldout -o model
+      topicscale fit corpus -k 50 -o model                      # trains until it stops improving
       topicscale topics model
-      topicscale eval model corpus-heldout
+      topicscale eval model corpus-heldout                      # documents it never saw
       topicscale eval model --coherence c_npmi,c_v              # in the training corpus
       topicscale report model -o report.html                    # a page to look at it
     """
@@ -340,7 +340,7 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
              f"{summary['local']}, {summary['docs']} documents "
              f"in {summary['train_seconds']:.2f} s ({summary['docs_per_s'] or 0:.0f} docs/s, "
              + (f"{summary['workers']} dask workers of {summary['worker_threads']} threads"
-                if summary.get("workers") else f"{summary['threads']} threads")
+                if summary.get("workers") else f"{summary['threads']} thread{'s' if summary['threads'] != 1 else ''}")
              + (f"; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"
                 if summary.get("kernel_load_seconds") is not None else ")")]
     if summary.get("started_over"):
@@ -407,6 +407,10 @@ def _merge_line(m):
             "(counted above): " + what]
 
 
+def _size(n_bytes):
+    return f"{n_bytes / 2**30:.1f} GiB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:.0f} MiB"
+
+
 def _repeats_line(summary):
     """How many topics repeat another, and when they are many (a tenth of the listed topics or
     more) what to try: fewer topics (not the HDP's truncation), sweeps that pull them apart when
@@ -421,9 +425,10 @@ def _repeats_line(summary):
     polish = summary.get("polish")
     if kind in ("lda", "hdp") and (not polish or (polish.get("kept") == 0 and not polish.get("skipped"))):
         tries.append("--polish 20 pulls them apart (sharper topics, often a lower held-out score)")
-    if kind == "lda" and summary.get("start") != "assignment" and summary.get("sweeps_bytes"):
+    if (kind == "lda" and summary.get("start") != "assignment" and summary.get("sweeps_bytes")
+            and "init" not in summary):                         # --start does not go with --init
         tries.append(f"--start assignment keeps them apart (one pass from a random assignment, then the "
-                     f"polish's sweeps, whose numbers take {summary['sweeps_bytes'] / 2**30:.1f} GiB, in "
+                     f"polish's sweeps, whose numbers take {_size(summary['sweeps_bytes'])}, in "
                      "memory or in a file in the output folder; see --polish)")
     if kind == "hdp" and "merge" not in summary:
         tries.append("--merge --heldout CORPUS merges those the held-out documents do not tell apart")
@@ -458,7 +463,7 @@ fit.help = _fit_help()
 # --------------------------------------------------------------------------------------- eval
 @cli.command("eval")
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
-@click.argument("heldout", required=False, metavar="HELDOUT|CORPUS", type=CorpusLocation())
+@click.argument("heldout", required=False, metavar="[HELDOUT|CORPUS]", type=CorpusLocation())
 @click.option("--coherence", "measures", metavar="LIST",
               help="Instead: the coherence of the topics in CORPUS (default: the training corpus), "
                    "any of u_mass,c_npmi,c_uci,c_v (as gensim's CoherenceModel), their diversity "
@@ -721,9 +726,9 @@ def export(model, output, fmt, corpus, threads, as_json):
 @click.option("--threads", type=int, help="Threads [default: all cores].")
 def report(model, output, heldout, n_words, threads):
     """Write an HTML page to look at MODEL: the held-out score against training time and
-    documents seen (from metrics.jsonl, written by `fit --heldout`), topic sizes, each topic's
-    top words with its coherence (saved by `eval --coherence`, else NPMI in the training
-    corpus), an intertopic distance map, and the topic correlations of a CTM or the effective
+    documents seen (from metrics.jsonl, written by `fit --heldout --eval-every N`), topic
+    sizes, each topic's top words with its coherence (saved by `eval --coherence`, else NPMI in
+    the training corpus), an intertopic distance map, and the topic correlations of a CTM or the effective
     topics of an HDP. Needs matplotlib: pip install topicscale[report]."""
     from .report import write_report
     _set_threads(threads)

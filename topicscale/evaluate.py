@@ -23,10 +23,12 @@ The split is a hash of (seed, row, word id), so it does not depend on block size
 documents with fewer than two distinct words cannot be split and are not scored.
 """
 import math
+import os
 
 import numpy as np
 
 from . import registry
+from .corpus.shards import open_corpus
 from .errors import InputError, TopicscaleError
 from .inference.local_steps.gibbs import Gibbs
 from .inference.local_steps.meanfield import MeanField
@@ -271,13 +273,16 @@ def check_topic_matrix(beta, n_words):
 
 def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=COMMON_MAX_ITER, tol=COMMON_TOL, accelerate=False,
                     executor=None, fold_in="common"):
-    """Fold-in score of any K x V row-stochastic topic matrix (e.g. another tool's topics):
-    the mean-field local step (fold_in="gibbs": collapsed Gibbs sampling, module docstring) with
-    beta as a point estimate, alpha = 1/K unless given (one value or K). The common protocol of
-    evaluate_model. Refuses (EvaluationError) a matrix that is not K x V (V: the held-out
-    vocabulary), finite, non-negative and row-stochastic."""
+    """Fold-in score of any K x V row-stochastic topic matrix (e.g. another tool's topics) on
+    `heldout` (a Corpus, or where a prepared one is): the mean-field local step
+    (fold_in="gibbs": collapsed Gibbs sampling, module docstring) with beta as a point estimate,
+    alpha = 1/K unless given (one value or K). The common protocol of evaluate_model. Refuses
+    (EvaluationError) a matrix that is not K x V (V: the held-out vocabulary), finite,
+    non-negative and row-stochastic."""
     if fold_in not in ("common", "gibbs"):
         raise ValueError(f"evaluate_topics fits by the common or the gibbs fold-in, not {fold_in!r}")
+    if isinstance(heldout, (str, os.PathLike)):
+        heldout = open_corpus(heldout)
     beta = np.asarray(beta, dtype=np.float64)
     check_topic_matrix(beta, heldout.n_words)
     K = beta.shape[0]

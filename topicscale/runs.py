@@ -288,6 +288,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary["scored_on"] = score_pass.scored_on
         if model.settings.get("start"):
             summary["start"] = model.settings["start"]
+        if config["init_model"]:
+            summary["init"] = str(config["init_model"])
         if config.get("started_over"):
             _count_both_runs(summary, config["started_over"])
         if aside is not None:

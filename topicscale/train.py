@@ -84,8 +84,9 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     stop_requested = stop_requested or (lambda: False)
     model = algorithm.model
     executor = executor or InProcess(corpus, limits.chunk_docs)
-    bar = tqdm(total=total, initial=state.docs, unit="doc", disable=not progress, dynamic_ncols=True,
-               leave=False)
+    # a run that trains until the model stops improving has no end to show: its cap is no estimate
+    bar = tqdm(total=None if limits.min_gain else total, initial=state.docs, unit="doc",
+               disable=not progress, dynamic_ncols=True, leave=False)
     last_checkpoint = time.monotonic()
     wall0 = time.perf_counter()
 
