@@ -65,6 +65,7 @@ def test_fit_summary_metrics_and_eval(model):
     assert evals[-1]["per_word_ll"] > evals[0]["per_word_ll"]
     ev = json.loads(run("eval", root / "model", root / "corpus-heldout", "--json").output)
     assert set(ev) == {"per_word_ll", "perplexity", "documents", "heldout_tokens", "protocol"}
+    assert isinstance(ev["heldout_tokens"], int) and isinstance(records[-1]["tokens"], int)
     assert ev["per_word_ll"] == pytest.approx(summary["heldout"]["per_word_ll"], rel=1e-12)
     assert -11 < ev["per_word_ll"] < -5
     assert ev["perplexity"] == pytest.approx(np.exp(-ev["per_word_ll"]))
@@ -217,6 +218,19 @@ def test_prepare_and_synth_replace_only_a_corpus_and_fit_writes_no_model_into_on
     r = run("fit", tmp_path / "empty", "-k", "2", "--passes", "1", "-o", tmp_path / "empty", ok=False)
     assert_user_error(r, "holds a corpus", "folder of its own")
     assert not (tmp_path / "empty" / "model.npz").exists()
+
+
+def test_synth_says_where_it_drew_the_heldout_documents(model, tmp_path):
+    root, _ = model
+    out = run("synth", root / "model", "-n", "5", "--heldout", "2", "-o", tmp_path / "s").stdout
+    assert out.strip().endswith(f"and 2 held-out ones to {tmp_path / 's-heldout'}")
+    assert json.loads(run("info", tmp_path / "s-heldout", "--json").output)["documents"] == 2
+
+
+def test_eval_says_why_documents_were_not_scored():
+    from topicscale.cli import _unscored
+    assert _unscored(2421, 2457) == " (36 of 2457 not scored: a document needs two distinct words to be split)"
+    assert _unscored(10, 10) == ""
 
 
 def test_heldout_with_another_vocabulary_is_refused(model, tmp_path):

@@ -228,7 +228,8 @@ def synth(model, output, documents, doc_length, alpha, heldout, seed, as_json, q
         summary["heldout"] = synthesize(beta, m.vocab, heldout_output, heldout, doc_length,
                                         alpha, seed=seed + 1)["output"]
     _emit(as_json, summary, [f"wrote {summary['output']}: {summary['documents']} documents drawn from "
-                             f"{summary['topics']} topics"])
+                             f"{summary['topics']} topics"
+                             + (f", and {heldout} held-out ones to {summary['heldout']}" if heldout else "")])
 
 
 # --------------------------------------------------------------------------------------- info
@@ -522,14 +523,22 @@ def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, sched
     _set_threads(threads)
     m = load_model(model)
     with _cluster(scheduler, workers, worker_threads) as executor:
-        result = evaluate_model(m, open_corpus(_corpus_location(heldout)), fold_in=fold_in, seed=seed,
-                                executor=executor)
+        scored = open_corpus(_corpus_location(heldout))
+        result = evaluate_model(m, scored, fold_in=fold_in, seed=seed, executor=executor)
     lines = [f"protocol: {describe_protocol(m, result['protocol'])}",
              f"per-word log likelihood {result['per_word_ll']:.4f}", f"perplexity {result['perplexity']:.2f}",
-             f"{result['documents']} documents, {result['heldout_tokens']:.0f} held-out tokens"]
+             f"{result['documents']} documents, {result['heldout_tokens']:.0f} held-out tokens"
+             + _unscored(result["documents"], scored.n_docs)]
     if "per_word_ll_paper_predictive" in result:
         lines.append(f"with the paper's plug-in softmax(E[theta]): {result['per_word_ll_paper_predictive']:.4f}")
     _emit(as_json, result, lines)
+
+
+def _unscored(documents, n_docs):
+    """Why a completion scored fewer documents than the corpus holds (text output)."""
+    left = n_docs - documents
+    return (f" ({left} of {n_docs} not scored: a document needs two distinct words to be split)"
+            if left else "")
 
 
 def _eval_coherence(model, reference, measures, top_n, window, as_json):

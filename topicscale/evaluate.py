@@ -187,10 +187,15 @@ def document_completion(heldout, estep_topics, score_topics, prior, local=None, 
         docs += block_docs_scored
     per_word = total / tokens if tokens else float("nan")
     out = {"per_word_ll": per_word, "perplexity": math.exp(-per_word) if tokens else float("nan"),
-           "documents": docs, "heldout_tokens": tokens}
+           "documents": docs, "heldout_tokens": whole(tokens)}
     if with_paper and paper and tokens:
         out["per_word_ll_paper_predictive"] = paper / tokens
     return out
+
+
+def whole(count):
+    """A sum of word counts as an int when it is one (JSON prints 42185, not 42185.0)."""
+    return int(count) if float(count).is_integer() else count
 
 
 def evaluate_model(model, heldout, fold_in="common", seed=0, local=None, executor=None):
