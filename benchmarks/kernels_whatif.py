@@ -29,7 +29,7 @@ are given), and their results are not used.
 import numpy as np
 from numba import njit, prange
 
-from topicscale.kernels.prefetch import PREFETCH_AHEAD, prefetch_row
+from topicscale.kernels.prefetch import prefetch_row
 
 FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}      # fastmath without nnan / ninf
 

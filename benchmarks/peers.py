@@ -114,7 +114,6 @@ class Snapshots:
 def train_topicscale(spec, snaps):
     """topicscale's driver loop, in process; snapshots by its evaluation hook."""
     import numba
-    import numpy as np
     import dataclasses
     from topicscale import runs
     from topicscale.corpus.shards import Corpus

@@ -207,9 +207,7 @@ def test_synthetic_corpus_follows_the_topics(tmp_path):
 
 
 def _split_source(tmp_path, extra):
-    """40 JSON-lines documents "apple banana cherry" plus extra.get(position, ""), and the
-    positions prepare(heldout=0.25, seed=0) holds out and keeps for training."""
-    held = heldout_rows(40, 0.25, 0).tolist()
+    """A file of 40 JSON-lines documents "apple banana cherry" plus extra.get(position, "")."""
     lines = [{"id": f"d{i}", "text": "apple banana cherry " + extra.get(i, "")} for i in range(40)]
     src = tmp_path / "docs.jsonl"
     src.write_text("\n".join(json.dumps(x) for x in lines) + "\n")

@@ -45,7 +45,7 @@ def test_gibbs_kernel_matches_reference_exactly(K, sweeps, burn_in):
 
 def test_single_token_draws_follow_the_conditional():
     """With one token, p(z = k) = alpha_k beta_wk / sum_j alpha_j beta_wj."""
-    K, D = 4, 20000
+    D = 20000
     topics = np.array([[0.1, 0.4, 0.2, 0.3]])
     alpha = np.array([0.5, 0.1, 0.3, 0.1])
     indptr = np.arange(D + 1, dtype=np.int64)

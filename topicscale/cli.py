@@ -341,7 +341,7 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
              f"{summary['local']}, {summary['docs']} documents "
              f"in {summary['train_seconds']:.2f} s ({summary['docs_per_s'] or 0:.0f} docs/s, "
              + (f"{summary['workers']} dask workers of {summary['worker_threads']} threads"
-                if summary.get("workers") else f"{summary['threads']} thread{'s' if summary['threads'] != 1 else ''}")
+                if summary.get("workers") else f"{summary['threads']} thread" + "s" * (summary["threads"] != 1))
              + (f"; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"
                 if summary.get("kernel_load_seconds") is not None else ")")]
     if summary.get("started_over"):
@@ -737,8 +737,8 @@ def report(model, output, heldout, n_words, threads):
     """Write an HTML page to look at MODEL: the held-out score against training time and
     documents seen (from metrics.jsonl, written by `fit --heldout --eval-every N`), topic
     sizes, each topic's top words with its coherence (saved by `eval --coherence`, else NPMI in
-    the training corpus), an intertopic distance map, and the topic correlations of a CTM or the effective
-    topics of an HDP. Needs matplotlib: pip install topicscale[report]."""
+    the training corpus), an intertopic distance map, and the topic correlations of a CTM or
+    the effective topics of an HDP. Needs matplotlib: pip install topicscale[report]."""
     from .report import write_report
     _set_threads(threads)
     write_report(model, output, heldout=heldout, top_n=n_words)
