@@ -451,6 +451,17 @@ def test_the_repeats_line_says_what_to_try_only_when_a_tenth_of_the_topics_repea
     assert "fewer topics (-k)" in ctm and "--polish" not in ctm and "--merge" not in ctm
 
 
+def test_fit_says_when_the_hdp_truncation_bounds_its_topics(model, tmp_path):
+    from topicscale.cli import _truncation_binds
+    root, _ = model
+    assert _truncation_binds({"model": "hdp", "topics": 150, "listed_topics": 148})
+    assert not _truncation_binds({"model": "hdp", "topics": 150, "listed_topics": 128})
+    assert not _truncation_binds({"model": "lda", "topics": 50, "listed_topics": 50})
+    out = run("fit", root / "corpus", "--model", "hdp", "-k", "3", "--passes", "1", "--polish", "0",
+              "-o", tmp_path / "h").stdout
+    assert "the HDP lists 3 of its 3 topics: the truncation (-k), not the corpus, bounds" in out
+
+
 def test_threads_outside_the_cores_are_refused(sotu, tmp_path):
     root, _ = sotu
     r = run("fit", root / "corpus", "--threads", "0", "-o", tmp_path / "m", ok=False)

@@ -359,6 +359,10 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
         lines.extend(_merge_line(summary["merge"]))
     if summary.get("repeated_topics"):
         lines.append(_repeats_line(summary))
+    if _truncation_binds(summary):
+        lines.append(f"the HDP lists {summary['listed_topics']} of its {summary['topics']} topics: the "
+                     "truncation (-k), not the corpus, bounds how many it uses; a larger -k lets it use "
+                     "more, in proportionally more time")
     if summary.get("heldout"):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
@@ -406,6 +410,15 @@ def _merge_line(m):
     every = " (a tenth of the topics or more repeated another: every repeat merged)" if m.get("every_repeat") else ""
     return [f"then merged {m['merged']} topics into topics they repeated{every} in {m['seconds']:.2f} s "
             "(counted above): " + what]
+
+
+FULL_TRUNCATION = 0.95     # share of an HDP's truncation listed at which fit says the truncation binds
+
+
+def _truncation_binds(summary):
+    """An HDP that lists nearly all of its truncation's topics: more might suit the corpus."""
+    return (summary.get("model") == "hdp"
+            and summary.get("listed_topics", 0) >= FULL_TRUNCATION * summary["topics"])
 
 
 def _size(n_bytes):
