@@ -367,11 +367,30 @@ def _read(path):
         return None
 
 
-def saved_scores(model_path, model):
-    """{topic: {measure: score}} from MODEL/coherence.json, or {} when there is none or it was
-    computed for another state of the model (it is then stale)."""
+def _saved_record(model_path, model):
+    """MODEL/coherence.json's record, or None when there is none or it was computed for another
+    state of the model (it is then stale)."""
     record = _read(Path(model_path) / RESULT_FILE)
-    if not isinstance(record, dict) or record.get("model") != _model_state(model):
+    return record if isinstance(record, dict) and record.get("model") == _model_state(model) else None
+
+
+def saved_windows(model_path, model):
+    """{measure: how its probabilities were counted, in words} of the saved scores (measures
+    scored by separate runs of `eval --coherence` may have counted in different windows)."""
+    record = _saved_record(model_path, model) or {}
+    out = {}
+    for name, result in record.get("coherence", {}).items():
+        window = result.get("window") if isinstance(result, dict) else None
+        out[name] = ("documents" if name == "u_mass" or window == 0 else
+                     f"windows of {window} tokens" if isinstance(window, int) else "unknown windows")
+    return out
+
+
+def saved_scores(model_path, model):
+    """{topic: {measure: score}} from MODEL/coherence.json, or {} when there is none or it is
+    stale (_saved_record)."""
+    record = _saved_record(model_path, model)
+    if record is None:
         return {}
     try:
         out = {int(k): {} for k in record["topics"]}
