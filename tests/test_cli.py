@@ -146,6 +146,20 @@ def test_init_continues_training(model, tmp_path):
     assert summary["init"] == str(root / "model")
 
 
+def test_a_new_fit_drops_the_scores_saved_for_the_model_it_replaces(sotu, tmp_path):
+    """Another seed, the same step and documents seen: the old coherence.json would pass for the
+    new model's."""
+    root, _ = sotu
+    fit = lambda seed: run("fit", root / "corpus", "-k", "4", "--max-docs", "500", "--seed", seed,
+                           "--force", "-o", tmp_path / "m")
+    fit("1")
+    run("eval", tmp_path / "m", "--coherence", "u_mass")
+    assert all("coherence" in row for row in json.loads(run("topics", tmp_path / "m", "--json").stdout))
+    fit("2")
+    assert not (tmp_path / "m" / "coherence.json").exists()
+    assert not any("coherence" in row for row in json.loads(run("topics", tmp_path / "m", "--json").stdout))
+
+
 def test_same_seed_same_model(sotu, tmp_path):
     root, _ = sotu
     for name in ("a", "b"):
