@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from topicscale.cli import cli
+from topicscale.models import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
 SOTU = ROOT / "data" / "sotu.jsonl.gz"
@@ -69,6 +70,15 @@ def test_fit_summary_metrics_and_eval(model):
     assert ev["per_word_ll"] == pytest.approx(summary["heldout"]["per_word_ll"], rel=1e-12)
     assert -11 < ev["per_word_ll"] < -5
     assert ev["perplexity"] == pytest.approx(np.exp(-ev["per_word_ll"]))
+
+
+def test_eval_says_how_many_documents_it_could_not_split(model, tmp_path):
+    root, _ = model
+    text = tmp_path / "held.txt"
+    text.write_text("government congress people\nwar\npeople people\ncongress states nation\n")
+    run("prepare", text, "--vocab", root / "model", "--min-df", "1", "-o", tmp_path / "held")
+    out = run("eval", root / "model", tmp_path / "held").stdout
+    assert "2 documents" in out and "(2 of 4 not scored: a document needs two distinct words" in out
 
 
 def test_topics_text_json_csv(model):
@@ -143,7 +153,7 @@ def test_init_continues_training(model, tmp_path):
                              "--batch-size", "256", "--json", "-o", tmp_path / "more").stdout)
     after = json.loads(run("info", tmp_path / "more", "--json").output)
     assert after["step"] == before + 2 and after["topics"] == 8
-    assert summary["init"] == str(root / "model")
+    assert summary["init"] == str((root / "model").resolve())
 
 
 def test_a_new_fit_drops_the_scores_saved_for_the_model_it_replaces(sotu, tmp_path):
@@ -158,6 +168,9 @@ def test_a_new_fit_drops_the_scores_saved_for_the_model_it_replaces(sotu, tmp_pa
     fit("2")
     assert not (tmp_path / "m" / "coherence.json").exists()
     assert not any("coherence" in row for row in json.loads(run("topics", tmp_path / "m", "--json").stdout))
+    run("eval", tmp_path / "m", "--coherence", "u_mass")
+    load_model(tmp_path / "m").save(tmp_path / "m")          # any writer of model.npz (LDA.save too)
+    assert not (tmp_path / "m" / "coherence.json").exists()
 
 
 def test_same_seed_same_model(sotu, tmp_path):

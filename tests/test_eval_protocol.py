@@ -77,6 +77,18 @@ def test_text_output_names_the_protocol(planted, fits):
     assert run("eval", folder, heldout.path, "--fold-in", "other", ok=False).exit_code == 2
 
 
+def test_only_cvb0_names_its_passes(fits):
+    """CVB0's own fold-in runs a fixed number of passes a document, which its score depends on;
+    the other steps run to their tolerance (mean-field) or their own sweeps (Gibbs)."""
+    from topicscale.evaluate import describe_protocol
+    model = load_model(fits["cvb0"][0])
+    model.settings["burn_in"] = 4
+    assert describe_protocol(model, "own") == "own (the model's local step cvb0, 5 passes a document, and its prior)"
+    for local in ("meanfield", "gibbs"):
+        model.settings["local"] = local
+        assert describe_protocol(model, "own") == f"own (the model's local step {local}, and its prior)"
+
+
 def test_fit_heldout_scores_use_the_default_eval_protocol(planted, fits):
     """fit --heldout (summary and metrics.jsonl) scores by eval's default, whatever local step
     the fit ran with."""

@@ -162,11 +162,12 @@ def test_saved_coherence_is_shown_and_a_lost_corpus_is_said(corpora, tmp_path):
     data = report.gather(model)
     assert data.coherence_measures == ["u_mass"] and "coherence.json" in data.coherence_note
     assert [t["coherence"]["u_mass"] for t in data.topics] == saved["coherence"]["u_mass"]["per_topic"]
-    assert data.coherence_note.endswith("counted in u_mass: documents.")
+    assert data.coherence_note.endswith("(co-occurrences counted in documents for u_mass).")
     saved["coherence"]["c_npmi"] = dict(saved["coherence"]["u_mass"], window=10)   # an earlier run's
     (model / "coherence.json").write_text(json.dumps(saved))
     data = report.gather(model)
-    assert data.coherence_note.endswith("counted in u_mass: documents; c_npmi: windows of 10 tokens.")
+    assert data.coherence_note.endswith(
+        "(co-occurrences counted in documents for u_mass, in windows of 10 tokens for c_npmi).")
     (model / "coherence.json").unlink()
     shutil.rmtree(copy)
     data = report.gather(model)

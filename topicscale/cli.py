@@ -130,7 +130,7 @@ def cli():
 
     \b
     Typical session:
-      topicscale prepare speeches.jsonl --heldout 0.1 -o corpus    # also writes corpus-heldout
+      topicscale prepare speeches.jsonl --heldout 0.1 -o corpus # also writes corpus-heldout
       topicscale fit corpus -k 50 -o model                      # trains until it stops improving
       topicscale topics model
       topicscale eval model corpus-heldout                      # documents it never saw
@@ -340,8 +340,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     lines = [f"{'stopped' if signum else 'wrote'} {out}: K={summary['topics']}, local step "
              f"{summary['local']}, {summary['docs']} documents "
              f"in {summary['train_seconds']:.2f} s ({summary['docs_per_s'] or 0:.0f} docs/s, "
-             + (f"{summary['workers']} dask workers of {summary['worker_threads']} threads"
-                if summary.get("workers") else f"{summary['threads']} thread" + "s" * (summary["threads"] != 1))
+             + (f"{_counted(summary['workers'], 'dask worker')} of {_counted(summary['worker_threads'], 'thread')}"
+                if summary.get("workers") else _counted(summary["threads"], "thread"))
              + (f"; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"
                 if summary.get("kernel_load_seconds") is not None else ")")]
     if summary.get("started_over"):
@@ -421,6 +421,10 @@ def _truncation_binds(summary):
             and summary.get("listed_topics", 0) >= FULL_TRUNCATION * summary["topics"])
 
 
+def _counted(n, thing):
+    return f"{n} {thing}" + ("" if n == 1 else "s")
+
+
 def _size(n_bytes):
     return f"{n_bytes / 2**30:.1f} GiB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:.0f} MiB"
 
@@ -429,7 +433,8 @@ def _repeats_line(summary):
     """How many topics repeat another, and when they are many (a tenth of the listed topics or
     more) what to try: fewer topics (not the HDP's truncation), sweeps that pull them apart when
     none were kept (LDA, HDP), an LDA's assignment start (where the passes from the near-uniform
-    one leave topics that sweeps do not part), the HDP's merge when none ran."""
+    one leave topics that sweeps do not part; not after --init, which refuses it), the HDP's
+    merge when none ran."""
     from .coherence import REPEAT_WORDS, many_repeat
     repeated, kind = summary["repeated_topics"], summary.get("model")
     line = f"{repeated} topics repeat another's top words (more than half of their top {REPEAT_WORDS} shared)"

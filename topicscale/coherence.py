@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import TopicscaleError
+from .models.store import SCORES_FILE
 
 MEASURES = ("u_mass", "c_npmi", "c_uci", "c_v")
 GENSIM_WINDOWS = {"c_npmi": 10, "c_uci": 10, "c_v": 110}
@@ -54,7 +55,7 @@ DIVERSITY_WORDS = 25
 REPEAT_WORDS = 10
 MANY_REPEATS = 0.1      # share of the listed topics repeating another that fit warns of, the
                         # polish rules out (LDA) and the merges join whatever they score (HDP)
-RESULT_FILE = "coherence.json"
+RESULT_FILE = SCORES_FILE         # in the model folder; a new model.npz removes it
 
 
 # ------------------------------------------------------------------------------ top words
@@ -375,15 +376,16 @@ def _saved_record(model_path, model):
 
 
 def saved_windows(model_path, model):
-    """{measure: how its probabilities were counted, in words} of the saved scores (measures
-    scored by separate runs of `eval --coherence` may have counted in different windows)."""
+    """{measure: where its co-occurrences were counted, in words} for the saved scores that
+    record it: the measures count in different windows (measure_windows), and scores saved by
+    separate runs of `eval --coherence` may have been given different --window."""
     record = _saved_record(model_path, model) or {}
-    out = {}
-    for name, result in record.get("coherence", {}).items():
-        window = result.get("window") if isinstance(result, dict) else None
-        out[name] = ("documents" if name == "u_mass" or window == 0 else
-                     f"windows of {window} tokens" if isinstance(window, int) else "unknown windows")
-    return out
+    results = record.get("coherence")
+    if not isinstance(results, dict):
+        return {}
+    return {name: "documents" if result["window"] == 0 else f"windows of {result['window']} tokens"
+            for name, result in results.items()
+            if isinstance(result, dict) and isinstance(result.get("window"), int)}
 
 
 def saved_scores(model_path, model):

@@ -187,15 +187,10 @@ def document_completion(heldout, estep_topics, score_topics, prior, local=None, 
         docs += block_docs_scored
     per_word = total / tokens if tokens else float("nan")
     out = {"per_word_ll": per_word, "perplexity": math.exp(-per_word) if tokens else float("nan"),
-           "documents": docs, "heldout_tokens": whole(tokens)}
+           "documents": docs, "heldout_tokens": int(tokens)}
     if with_paper and paper and tokens:
         out["per_word_ll_paper_predictive"] = paper / tokens
     return out
-
-
-def whole(count):
-    """A sum of word counts as an int when it is one (JSON prints 42185, not 42185.0)."""
-    return int(count) if float(count).is_integer() else count
 
 
 def evaluate_model(model, heldout, fold_in="common", seed=0, local=None, executor=None):
@@ -245,11 +240,12 @@ def describe_protocol(model, protocol):
 
 
 def local_in_words(model):
-    """The local step an own fold-in runs, with its passes a document when it runs a fixed number
-    (CVB0: burn_in + 1, as in training)."""
+    """The local step an own fold-in runs; CVB0's with its passes a document (burn_in + 1, as in
+    training), which decide its score: it runs a fixed number, far from converged."""
     local = registry.local_step_for(model)
-    passes = getattr(local, "burn_in", None)
-    return f"local step {local.name}" + ("" if passes is None else f", {passes + 1} passes a document")
+    if local.name == "cvb0":
+        return f"local step cvb0, {local.burn_in + 1} passes a document"
+    return f"local step {local.name}"
 
 
 def check_topic_matrix(beta, n_words):
@@ -279,7 +275,7 @@ def check_topic_matrix(beta, n_words):
 def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=COMMON_MAX_ITER, tol=COMMON_TOL, accelerate=False,
                     executor=None, fold_in="common"):
     """Fold-in score of any K x V row-stochastic topic matrix (e.g. another tool's topics) on
-    `heldout` (a Corpus, or where a prepared one is): the mean-field local step
+    `heldout` (a Corpus, or the folder or URL of a prepared one): the mean-field local step
     (fold_in="gibbs": collapsed Gibbs sampling, module docstring) with beta as a point estimate,
     alpha = 1/K unless given (one value or K). The common protocol of evaluate_model. Refuses
     (EvaluationError) a matrix that is not K x V (V: the held-out vocabulary), finite,

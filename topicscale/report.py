@@ -90,10 +90,10 @@ def topic_coherence(model_path, model, top_n):
     if saved:
         measures = list(dict.fromkeys(m for scores in saved.values() for m in scores))
         counted = coherence.saved_windows(model_path, model)
+        where = ", ".join(f"in {counted[m]} for {m}" for m in measures if m in counted)
         return measures, saved, (f"Coherence as `topicscale eval --coherence` saved it in "
-                                 f"{Path(model_path) / coherence.RESULT_FILE}, counted in "
-                                 + "; ".join(f"{m}: {counted.get(m, 'unknown windows')}" for m in measures)
-                                 + ".")
+                                 f"{Path(model_path) / coherence.RESULT_FILE}"
+                                 + (f" (co-occurrences counted {where})." if where else "."))
     reference = model.settings.get("corpus")
     how = (f"`topicscale eval {model_path} --coherence {COHERENCE_MEASURE} REFERENCE` scores the topics in "
            "another corpus, and the report then shows those scores")

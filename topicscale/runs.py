@@ -299,7 +299,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         if not finished:                        # stopped by a signal: partial model + checkpoint
             checkpoint(state)
             model.settings["partial"] = True
-            _save_model(model, output)
+            model.save(output)
             model.settings.pop("partial")
             say(f"topicscale: wrote a partial model to {output}; continue with "
                 f"`topicscale fit --resume {output}`")
@@ -314,7 +314,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
                 f"starting over from a random assignment of the tokens (--start assignment, --local "
                 f"{config['local']})")
             return None, None, {"repeated_topics": repeated, "listed_topics": listed, "docs": state.docs,
-                                "tokens": state.tokens, "polish": summary.get("polish"),
+                                "tokens": int(state.tokens), "polish": summary.get("polish"),
                                 "train_seconds": state.train_seconds}
         record(dict(summary, event="summary"))
         log.close()
@@ -322,7 +322,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             model.settings["polished"] = polish_outcome(summary["polish"])
         if summary.get("merge"):
             model.settings["merged"] = summary["merge"]["merged"]
-        _save_model(model, output)
+        model.save(output)
         _finish_metrics(output, append=bool(config["init_model"])
                         and Path(config["init_model"]).resolve() == output.resolve())
         if config.get("report"):                # fit --report: the finished model's page
@@ -359,14 +359,6 @@ def _starts_over(config, limits, summary):
             and bool(config.get("polish"))
             and many_repeat(summary["repeated_topics"], summary["listed_topics"])
             and fits_in_memory(summary["sweeps_bytes"]))
-
-
-def _save_model(model, output):
-    """Write the model, and remove the coherence scores saved for the one it replaces (`eval
-    --coherence`'s file names the model's step and documents seen, which a new fit may repeat)."""
-    from .coherence import RESULT_FILE
-    model.save(output)
-    (output / RESULT_FILE).unlink(missing_ok=True)
 
 
 def _finish_metrics(output, append):

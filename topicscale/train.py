@@ -11,7 +11,6 @@ from tqdm import tqdm
 from .convergence import stopped_converging
 from .corpus.stream import MinibatchStream, StreamPosition
 from .errors import TopicscaleError
-from .evaluate import whole
 from .inference.chunks import CHUNK_DOCS, InProcess
 
 
@@ -191,7 +190,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     finally:
         bar.close()
     s = state
-    summary = {"docs": s.docs, "batches": s.batches, "tokens": whole(s.tokens), "train_seconds": s.train_seconds,
+    summary = {"docs": s.docs, "batches": s.batches, "tokens": int(s.tokens), "train_seconds": s.train_seconds,
                "kernel_load_seconds": kernel_load_seconds, "wall_seconds": time.perf_counter() - wall0,
                "docs_per_s": s.docs / s.train_seconds if s.train_seconds else None,
                "tokens_per_s": s.tokens / s.train_seconds if s.train_seconds else None,

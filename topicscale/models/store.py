@@ -17,6 +17,7 @@ from ..errors import InputError
 from .. import __version__
 
 MODEL_FILE = "model.npz"
+SCORES_FILE = "coherence.json"      # coherence.RESULT_FILE
 METRICS_FILE = "metrics.jsonl"
 FORMAT = "topicscale-model"
 VERSION = 1
@@ -43,12 +44,16 @@ def decode_vocab(arr):
 
 
 def save(path, meta, arrays, vocab, filename=MODEL_FILE):
-    """Write MODEL/<filename> atomically (the folder is created if needed).
+    """Write MODEL/<filename> atomically (the folder is created if needed). A new model.npz first
+    removes SCORES_FILE, the coherence `eval --coherence` saved for the model it replaces: that
+    file names the model by its step and documents seen, which another fit may repeat.
 
     The .npz is written with fixed zip timestamps, so equal models give equal bytes.
     """
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
+    if filename == MODEL_FILE:
+        (path / SCORES_FILE).unlink(missing_ok=True)
     arrays = dict(arrays, vocab=encode_vocab(vocab))
     meta = dict(meta, format=FORMAT, version=VERSION, created_by=f"topicscale {__version__}",
                 sha256=_digest(arrays))
