@@ -368,19 +368,18 @@ def _read(path):
         return None
 
 
-def _saved_record(model_path, model):
+def saved_record(model_path, model):
     """MODEL/coherence.json's record, or None when there is none or it was computed for another
     state of the model (it is then stale)."""
     record = _read(Path(model_path) / RESULT_FILE)
     return record if isinstance(record, dict) and record.get("model") == _model_state(model) else None
 
 
-def saved_windows(model_path, model):
-    """{measure: where its co-occurrences were counted, in words} for the saved scores that
-    record it: the measures count in different windows (measure_windows), and scores saved by
-    separate runs of `eval --coherence` may have been given different --window."""
-    record = _saved_record(model_path, model) or {}
-    results = record.get("coherence")
+def record_windows(record):
+    """{measure: where its co-occurrences were counted, in words} for the measures of a
+    saved_record that say so: the measures count in different windows (measure_windows), and
+    scores saved by separate runs of `eval --coherence` may have been given different --window."""
+    results = (record or {}).get("coherence")
     if not isinstance(results, dict):
         return {}
     return {name: "documents" if result["window"] == 0 else f"windows of {result['window']} tokens"
@@ -390,8 +389,12 @@ def saved_windows(model_path, model):
 
 def saved_scores(model_path, model):
     """{topic: {measure: score}} from MODEL/coherence.json, or {} when there is none or it is
-    stale (_saved_record)."""
-    record = _saved_record(model_path, model)
+    stale (saved_record)."""
+    return record_scores(saved_record(model_path, model))
+
+
+def record_scores(record):
+    """{topic: {measure: score}} of a saved_record, or {} for None or a malformed one."""
     if record is None:
         return {}
     try:

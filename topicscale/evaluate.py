@@ -23,12 +23,11 @@ The split is a hash of (seed, row, word id), so it does not depend on block size
 documents with fewer than two distinct words cannot be split and are not scored.
 """
 import math
-import os
 
 import numpy as np
 
 from . import registry
-from .corpus.shards import open_corpus
+from .corpus.shards import as_corpus
 from .errors import InputError, TopicscaleError
 from .inference.local_steps.gibbs import Gibbs
 from .inference.local_steps.meanfield import MeanField
@@ -282,8 +281,7 @@ def evaluate_topics(beta, heldout, alpha=None, seed=0, max_iter=COMMON_MAX_ITER,
     non-negative and row-stochastic."""
     if fold_in not in ("common", "gibbs"):
         raise ValueError(f"evaluate_topics fits by the common or the gibbs fold-in, not {fold_in!r}")
-    if isinstance(heldout, (str, os.PathLike)):
-        heldout = open_corpus(heldout)
+    heldout = as_corpus(heldout)
     beta = np.asarray(beta, dtype=np.float64)
     check_topic_matrix(beta, heldout.n_words)
     K = beta.shape[0]

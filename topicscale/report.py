@@ -86,10 +86,11 @@ def topic_coherence(model_path, model, top_n):
     of the model, else COHERENCE_MEASURE of the top words in the training corpus recorded in the
     model; when that corpus is gone, none, and the note says why."""
     from . import coherence
-    saved = coherence.saved_scores(model_path, model)
+    record = coherence.saved_record(model_path, model)
+    saved = coherence.record_scores(record)
     if saved:
         measures = list(dict.fromkeys(m for scores in saved.values() for m in scores))
-        counted = coherence.saved_windows(model_path, model)
+        counted = coherence.record_windows(record)
         where = ", ".join(f"in {counted[m]} for {m}" for m in measures if m in counted)
         return measures, saved, (f"Coherence as `topicscale eval --coherence` saved it in "
                                  f"{Path(model_path) / coherence.RESULT_FILE}"

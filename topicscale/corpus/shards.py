@@ -247,6 +247,11 @@ class CorpusWriter:
         return False
 
 
+def as_corpus(corpus):
+    """`corpus` itself, or the corpus at its location (open_corpus) when given a str or path."""
+    return open_corpus(corpus) if isinstance(corpus, (str, os.PathLike)) else corpus
+
+
 def open_corpus(location):
     """The corpus at `location`: a folder (Corpus), or an fsspec URL such as s3://, gs:// or
     file:// (corpus/remote.py, which needs fsspec and the URL's own package, e.g. s3fs)."""

@@ -142,12 +142,11 @@ def pyldavis_data(model, corpus, R=R_TERMS, lambda_step=LAMBDA_STEP):
     corpus folder), for pyLDAvis.display / save_html; needs pip install topicscale[pyldavis]."""
     pyldavis = require("pyLDAvis", "pyldavis", "pyldavis_data")
     pd = require("pandas", "pyldavis", "pyldavis_data")
-    from ..corpus.shards import Corpus
+    from ..corpus.shards import as_corpus
     from ..models import load_model
     if not hasattr(model, "expected_beta"):
         model = load_model(model)
-    if not isinstance(corpus, Corpus):
-        corpus = Corpus(corpus)
+    corpus = as_corpus(corpus)
     d = model_prepared_dict(model, corpus, R, lambda_step)
     index = {w: i for i, w in enumerate(model.vocab)}
     tinfo = pd.DataFrame(d["tinfo"], index=[index[w] for w in d["tinfo"]["Term"]])
