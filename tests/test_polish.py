@@ -373,3 +373,28 @@ def test_fit_says_the_best_check_of_sweeps_it_did_not_keep():
     from topicscale.cli import _polish_line
     line = _polish_line({"sweeps": 10, "seconds": 0.5, "kept": 0, "scores": [-7.0, -7.2, -7.1], "scored_on": "x"})
     assert "at best they scored -7.1000 on x against the passes' -7.0000: kept the passes' topics" in line
+
+
+def test_from_the_assignment_start_the_sweeps_open_at_a_flatter_prior(planted, monkeypatch):
+    """relied_on (fit --start assignment): FLAT_SWEEPS sweeps at FLAT_ALPHA x alpha, then the N at
+    alpha; any other start: the N alone."""
+    from topicscale.models.lda import LDAModel
+    _, corpus = planted
+    priors, real = [], kernel.sweep
+
+    def sweep(indptr, indices, counts, resp, n_wk, n_k, alpha, *rest):
+        priors.append(alpha.copy())
+        return real(indptr, indices, counts, resp, n_wk, n_k, alpha, *rest)
+
+    monkeypatch.setattr(kernel, "sweep", sweep)
+    monkeypatch.setattr(polish_module, "FLAT_SWEEPS", 2)
+    blocks = len(list(corpus.blocks(polish_module.BLOCK_DOCS)))
+    for relied_on, flat in ((True, 2), (False, 0)):
+        priors.clear()
+        model = LDAModel.initial(corpus.vocab, 8, 1 / 8, 0.01, np.random.default_rng(0))
+        result = polish_module.Polish(corpus, 3, corpus.path, relied_on=relied_on)(model)
+        expected = [polish_module.FLAT_ALPHA / 8] * (flat * blocks) + [1 / 8] * (3 * blocks)
+        assert np.allclose([p[0] for p in priors], expected) and all(np.all(p == p[0]) for p in priors)
+        assert result["sweeps"] == 3 and result.get("flat_sweeps", 0) == flat
+    assert polish_module.outcome(result | {"flat_sweeps": 2}) == "3 sweeps after 2 at a flatter prior"
+    assert "then 2 sweeps at a flatter prior and 3 polish sweeps" in cli_module._polish_line(result | {"flat_sweeps": 2})

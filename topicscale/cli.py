@@ -377,7 +377,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
 def _polish_line(p):
     if p.get("skipped"):
         return f"no polish sweeps: {p['skipped']}"
-    line = f"then {p['sweeps']} polish sweeps over the corpus in {p['seconds']:.2f} s (counted above)"
+    flat = f"{p['flat_sweeps']} sweeps at a flatter prior and " if p.get("flat_sweeps") else ""
+    line = f"then {flat}{p['sweeps']} polish sweeps over the corpus in {p['seconds']:.2f} s (counted above)"
     if "kept" not in p:
         return line
     scores = p["scores"]

@@ -29,6 +29,14 @@ more repeating (coherence.MANY_REPEATS; with too many topics for the corpus, mos
 copies of its frequent words) keeps the sweeps' best topics whatever the passes scored: those
 copies predict held-out words as a smaller K would, but the user asked for K distinct topics.
 An HDP's repeats are left to the merges (merge.py).
+
+From the assignment start (`relied_on`: the run trains by the sweeps) the sweeps open with
+FLAT_SWEEPS sweeps at FLAT_ALPHA x alpha before the N (or auto's) at the model's alpha. From a
+random assignment with many topics, CVB0 at alpha = 1/K starves most of them into small topics
+of rare words that never share a document: its updates are deterministic and lack a sampler's
+noise to leave such a state. The flatter document prior keeps the topics alive while they form,
+and the sweeps at the model's alpha then sharpen them (a continuation in the prior, as
+deterministic annealing is one in the temperature).
 """
 import os
 import time
@@ -48,6 +56,8 @@ MAX_SWEEPS = 100            # auto: cap
 MIN_GAIN = 0.002            # auto: nats a word a sweep, as convergence.MIN_GAIN is a pass's
                             # (a sweep costs about what a pass does)
 REPEAT_MARGIN = CHECK_SWEEPS * MIN_GAIN   # auto: what repeating passes' topics must win by
+FLAT_SWEEPS = 20            # from the assignment start: opening sweeps at FLAT_ALPHA x alpha
+FLAT_ALPHA = 20.0
 
 
 def responsibilities_bytes(corpus, n_topics):
@@ -97,9 +107,10 @@ def outcome(result):
     """One line on what a polish did, for the model's settings (`info`)."""
     if result.get("skipped"):
         return f"none: {result['skipped']}"
+    flat = f" after {result['flat_sweeps']} at a flatter prior" if result.get("flat_sweeps") else ""
     if "kept" in result:
-        return f"kept {result['kept']} of {result['sweeps']} sweeps"
-    return f"{result['sweeps']} sweeps"
+        return f"kept {result['kept']} of {result['sweeps']} sweeps{flat}"
+    return f"{result['sweeps']} sweeps{flat}"
 
 
 def take_counts(model, lam):
@@ -172,9 +183,11 @@ class Polish:
 
     def __init__(self, corpus, sweeps, folder, relied_on=False):
         """relied_on: the run trains by the sweeps (fit --start assignment), so auto runs them
-        whatever their memory (in a file when fits_in_memory says no), not only within auto_fits."""
+        whatever their memory (in a file when fits_in_memory says no), not only within auto_fits,
+        and they open with FLAT_SWEEPS at a flatter prior (module docstring)."""
         self.corpus, self.sweeps, self.folder = corpus, sweeps, Path(folder)
         self.auto, self.relied_on = sweeps == AUTO, relied_on
+        self.flat_sweeps = FLAT_SWEEPS if relied_on else 0
 
     def warm_up(self, model):
         from .kernels import polish as kernel
@@ -204,13 +217,16 @@ class Polish:
                     "skipped": f"their numbers ({need / 2**30:.1f} GiB) would take more memory than "
                                f"the default allows ({RESIDENT_BYTES / 2**30:.0f} GiB, and half of what is free)"}
         checks = Checks(score, model) if self.auto else None
-        done = self._sweep(model, stop_requested, seconds_left - (time.perf_counter() - t0), progress,
-                           on_sweep, checks)
-        if done is None:
+        swept = self._sweep(model, stop_requested, seconds_left - (time.perf_counter() - t0), progress,
+                            on_sweep, checks)
+        if swept is None:
             if checks is not None:              # the fixed sweeps change lambda only at the end
                 checks.keep_passes(model)
             return None
+        flat, done = swept
         result = {"sweeps": done}
+        if flat:
+            result["flat_sweeps"] = flat
         if checks is not None:
             checks.keep_best(model)
             result.update(kept=checks.best_sweeps, scores=checks.scores)
@@ -222,8 +238,8 @@ class Polish:
         return result
 
     def _sweep(self, model, stop_requested, seconds_left, progress, on_sweep, checks):
-        """The sweeps, a fixed number or until `checks` say stop; returns how many ran, or None
-        when stopped by stop_requested()."""
+        """The flat sweeps, then the sweeps, a fixed number or until `checks` say stop; returns how
+        many of each ran, or None when stopped by stop_requested()."""
         from .kernels import polish as kernel
         t0 = time.perf_counter()
         K, V = model.n_topics, model.n_words
@@ -247,19 +263,32 @@ class Polish:
             n_k = n_wk.sum(axis=0)
             n_wk = n_wk.astype(np.float32)
             change = np.zeros((kernel.LANES, V, K), np.float32)
-            done = 0
+            flat, done = 0, 0
             most = MAX_SWEEPS if checks is not None else self.sweeps
-            bar = tqdm(total=most, unit="sweep", disable=not progress, leave=False, desc="polish")
+            bar = tqdm(total=self.flat_sweeps + most, unit="sweep", disable=not progress, leave=False,
+                       desc="polish")
+
+            def one_sweep(prior):
+                for start, block in blocks():
+                    if stop_requested():
+                        return False
+                    kernel.sweep(block.indptr, block.indices, block.counts,
+                                 resp[start:start + block.indices.shape[0]], n_wk, n_k, prior, eta,
+                                 change, RELAXATION)
+                bar.update(1)
+                return True
+
             with bar:
+                while flat < self.flat_sweeps and time.perf_counter() - t0 < seconds_left:
+                    if not one_sweep(alpha * FLAT_ALPHA):
+                        return None
+                    flat += 1
+                    if on_sweep:
+                        on_sweep({"event": "polish", "flat_sweep": flat, "seconds": time.perf_counter() - t0})
                 while done < most and time.perf_counter() - t0 < seconds_left:
-                    for start, block in blocks():
-                        if stop_requested():
-                            return None
-                        kernel.sweep(block.indptr, block.indices, block.counts,
-                                     resp[start:start + block.indices.shape[0]], n_wk, n_k, alpha, eta,
-                                     change, RELAXATION)
+                    if not one_sweep(alpha):
+                        return None
                     done += 1
-                    bar.update(1)
                     record = {"event": "polish", "sweep": done, "seconds": time.perf_counter() - t0}
                     go_on = True
                     if checks is not None and done % CHECK_SWEEPS == 0:
@@ -271,7 +300,7 @@ class Polish:
                         break
             if checks is None:
                 take_counts(model, np.maximum(n_wk, 0.0, dtype=np.float64) + eta)
-            return done
+            return flat, done
         finally:
             del resp
             spill.unlink(missing_ok=True)
