@@ -207,7 +207,8 @@ def test_the_estimator_polishes_as_fit_does_and_partial_fit_refuses_it(planted, 
         LDA(n_components=8, polish=3).partial_fit(np.ones((4, 240)))
 
 
-def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda: False, repeating=0):
+def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda: False, repeating=0,
+             relied_on=False):
     """Polish "auto" on a fresh 30-topic model, scored by `scores` in turn; returns (model, its
     passes' lambda, the lambdas scored, the result). `repeating`: how many of topics 0-14 topics
     15-29 repeat (twice as many topics repeat another)."""
@@ -225,7 +226,8 @@ def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda:
         scored.append(m.lam)
         return scores[len(scored) - 1]
 
-    result = polish_module.Polish(corpus, "auto", corpus.path)(model, stop_requested, score=score)
+    result = polish_module.Polish(corpus, "auto", corpus.path, relied_on=relied_on)(model, stop_requested,
+                                                                                   score=score)
     return model, passes, scored, result
 
 
@@ -398,3 +400,18 @@ def test_from_the_assignment_start_the_sweeps_open_at_a_flatter_prior(planted, m
         assert result["sweeps"] == 3 and result.get("flat_sweeps", 0) == flat
     assert polish_module.outcome(result | {"flat_sweeps": 2}) == "3 sweeps after 2 at a flatter prior"
     assert "then 2 sweeps at a flatter prior and 3 polish sweeps" in cli_module._polish_line(result | {"flat_sweeps": 2})
+
+
+def test_the_assignment_starts_topics_are_never_kept_whatever_they_score(planted, monkeypatch):
+    """From the assignment start (relied_on) the passes' topics are the sweeps' starting point: a
+    better score does not keep them, as it would from any other start."""
+    _, corpus = planted
+    monkeypatch.setattr(polish_module, "FLAT_SWEEPS", 1)
+    for relied_on, sweeps, kept in ((False, 10, 0), (True, 15, 5)):
+        model, passes, scored, result = run_auto(corpus, [-5.0, -5.1, -5.2, -5.3], monkeypatch,
+                                                 relied_on=relied_on)
+        assert (result["sweeps"], result["kept"]) == (sweeps, kept)
+        assert result.get("passes_from_assignment", False) == relied_on
+        assert np.array_equal(model.lam, scored[kept // polish_module.CHECK_SWEEPS])
+    assert "the assignment start's, where the sweeps start from: not kept" in cli_module._polish_line(
+        dict(result, scored_on="x"))

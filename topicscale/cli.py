@@ -385,7 +385,9 @@ def _polish_line(p):
     if len(scores) == 1:
         return f"{line}, too few to score: kept the passes' topics"
     repeating = ""
-    if p.get("passes_ruled_out"):
+    if p.get("passes_from_assignment"):
+        repeating = " (the assignment start's, where the sweeps start from: not kept)"
+    elif p.get("passes_ruled_out"):
         repeating = f" ({p['passes_repeating']} of whose topics repeat another: a tenth or more, so not kept)"
     elif p.get("passes_repeating"):
         repeating = (f" ({p['passes_repeating']} of whose topics repeat another: they had to score "

@@ -101,7 +101,8 @@ PART_OPTIONS = (
            "collapsed Gibbs sampler starts; one more read of the corpus). With --polish, when the topics are "
            "many (each gets far fewer tokens than the vocabulary has words), assignment keeps them apart "
            "where the near-uniform start leaves most of them alike. Without --passes, assignment makes one "
-           "pass and the polish's sweeps train on from there (--polish auto's run whatever their memory). "
+           "pass and the polish's sweeps train on from there (--polish auto's run whatever their memory); "
+           "from assignment the sweeps open with 20 at 20 x alpha. "
            "auto: near-uniform; when fit trains until the model stops improving, polishes, and ends with a "
            "tenth of the topics or more repeating another, it starts over from assignment with the same "
            "settings (if those sweeps' numbers fit in memory).",

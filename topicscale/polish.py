@@ -130,13 +130,16 @@ class Checks:
     sweeps stop at the second check in a row that does not: over-relaxed sweeps move the score up
     and down a little from check to check, and the first few can leave it flat before it gains.
     The passes' score counts REPEAT_MARGIN less when `repeating` of their topics repeat another;
-    an LDA's passes are not kept at all (`ruled_out`) when a tenth of its topics or more do."""
+    an LDA's passes are not kept at all (`ruled_out`) when a tenth of its topics or more do, nor
+    from the assignment start (`from_assignment`), where they are the sweeps' starting point and
+    can outscore the sweeps' first checks while most of their topics are still alike."""
 
-    def __init__(self, score, model):
+    def __init__(self, score, model, from_assignment=False):
         from .coherence import listed_repeats, many_repeat
         self.score, self.scores = score, [score(model)]
         self.repeating, listed = listed_repeats(model)
-        self.ruled_out = model.kind == "lda" and many_repeat(self.repeating, listed)
+        self.from_assignment = from_assignment
+        self.ruled_out = from_assignment or (model.kind == "lda" and many_repeat(self.repeating, listed))
         self.best_score = (-np.inf if self.ruled_out else
                            self.scores[0] - (REPEAT_MARGIN if self.repeating else 0.0))
         self.passes_topics = np.array(model.lam)            # a writable copy of the read-only view
@@ -216,7 +219,7 @@ class Polish:
             return {"sweeps": 0, "seconds": 0.0, "needs_bytes": need,
                     "skipped": f"their numbers ({need / 2**30:.1f} GiB) would take more memory than "
                                f"the default allows ({RESIDENT_BYTES / 2**30:.0f} GiB, and half of what is free)"}
-        checks = Checks(score, model) if self.auto else None
+        checks = Checks(score, model, from_assignment=self.relied_on) if self.auto else None
         swept = self._sweep(model, stop_requested, seconds_left - (time.perf_counter() - t0), progress,
                             on_sweep, checks)
         if swept is None:
@@ -230,7 +233,9 @@ class Polish:
         if checks is not None:
             checks.keep_best(model)
             result.update(kept=checks.best_sweeps, scores=checks.scores)
-            if checks.ruled_out:
+            if checks.from_assignment:
+                result.update(passes_ruled_out=True, passes_from_assignment=True)
+            elif checks.ruled_out:
                 result.update(passes_repeating=checks.repeating, passes_ruled_out=True)
             elif checks.repeating:
                 result.update(passes_repeating=checks.repeating, repeat_margin=REPEAT_MARGIN)
