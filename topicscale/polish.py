@@ -273,7 +273,7 @@ class Polish:
             bar = tqdm(total=self.flat_sweeps + most, unit="sweep", disable=not progress, leave=False,
                        desc="polish")
 
-            def one_sweep(prior):
+            def one_sweep(prior, resp):
                 for start, block in blocks():
                     if stop_requested():
                         return False
@@ -285,13 +285,13 @@ class Polish:
 
             with bar:
                 while flat < self.flat_sweeps and time.perf_counter() - t0 < seconds_left:
-                    if not one_sweep(alpha * FLAT_ALPHA):
+                    if not one_sweep(alpha * FLAT_ALPHA, resp):
                         return None
                     flat += 1
                     if on_sweep:
                         on_sweep({"event": "polish", "flat_sweep": flat, "seconds": time.perf_counter() - t0})
                 while done < most and time.perf_counter() - t0 < seconds_left:
-                    if not one_sweep(alpha):
+                    if not one_sweep(alpha, resp):
                         return None
                     done += 1
                     record = {"event": "polish", "sweep": done, "seconds": time.perf_counter() - t0}
