@@ -131,8 +131,8 @@ class Checks:
     and down a little from check to check, and the first few can leave it flat before it gains.
     The passes' score counts REPEAT_MARGIN less when `repeating` of their topics repeat another;
     an LDA's passes are not kept at all (`ruled_out`) when a tenth of its topics or more do, nor
-    from the assignment start (`from_assignment`), where they are the sweeps' starting point and
-    can outscore the sweeps' first checks while most of their topics are still alike."""
+    from the assignment start (`from_assignment`), where they are one pass from random counts, the
+    sweeps' starting point, and can still outscore the sweeps' first checks."""
 
     def __init__(self, score, model, from_assignment=False):
         from .coherence import listed_repeats, many_repeat
