@@ -226,11 +226,11 @@ def test_eval_coherence_json_and_saved_file(hand_model, reference):
     for name in ("c_npmi", "u_mass"):
         assert out["coherence"][name]["per_topic"] == pytest.approx(expected[name], rel=1e-12)
         assert out["coherence"][name]["mean"] == pytest.approx(np.mean(expected[name]), rel=1e-12)
-    saved = json.loads((model / coh.RESULT_FILE).read_text())
+    saved = json.loads((model / coh.SCORES_FILE).read_text())
     assert saved["coherence"] == out["coherence"] and saved["model"] == {"step": 5, "docs_seen": 50}
     # a second measure for the same model, words and reference is kept beside the first
     run("eval", model, reference.path, "--coherence", "c_v", "--top-n", "3")
-    saved = json.loads((model / coh.RESULT_FILE).read_text())
+    saved = json.loads((model / coh.SCORES_FILE).read_text())
     assert list(saved["coherence"]) == ["c_npmi", "u_mass", "c_v"]
     rows = json.loads(run("topics", model, "--json").stdout)
     assert isinstance(rows, list) and len(rows) == 3
@@ -270,7 +270,7 @@ def test_eval_refuses_unknown_measures_in_one_line(hand_model):
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("topicscale: error:") and "'npmi'" in lines[0]
-    assert not (model / coh.RESULT_FILE).exists()
+    assert not (model / coh.SCORES_FILE).exists()
 
 
 def test_eval_without_coherence_still_needs_its_heldout_corpus(hand_model):

@@ -55,7 +55,6 @@ DIVERSITY_WORDS = 25
 REPEAT_WORDS = 10
 MANY_REPEATS = 0.1      # share of the listed topics repeating another that fit warns of, the
                         # polish rules out (LDA) and the merges join whatever they score (HDP)
-RESULT_FILE = SCORES_FILE         # in the model folder; a new model.npz removes it
 
 
 # ------------------------------------------------------------------------------ top words
@@ -351,7 +350,7 @@ def save_result(model_path, model, result):
     """Write MODEL/coherence.json atomically. Measures saved earlier for the same model state,
     top_n, reference and topics are kept beside the new ones."""
     from .atomic import atomic_file
-    path = Path(model_path) / RESULT_FILE
+    path = Path(model_path) / SCORES_FILE
     record = dict(result, model=_model_state(model))
     old = _read(path)
     if old and all(old.get(k) == record[k] for k in ("model", "top_n", "reference", "topics")):
@@ -371,7 +370,7 @@ def _read(path):
 def saved_record(model_path, model):
     """MODEL/coherence.json's record, or None when there is none or it was computed for another
     state of the model (it is then stale)."""
-    record = _read(Path(model_path) / RESULT_FILE)
+    record = _read(Path(model_path) / SCORES_FILE)
     return record if isinstance(record, dict) and record.get("model") == _model_state(model) else None
 
 

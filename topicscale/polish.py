@@ -190,7 +190,6 @@ class Polish:
         and they open with FLAT_SWEEPS at a flatter prior (module docstring)."""
         self.corpus, self.sweeps, self.folder = corpus, sweeps, Path(folder)
         self.auto, self.relied_on = sweeps == AUTO, relied_on
-        self.flat_sweeps = FLAT_SWEEPS if relied_on else 0
 
     def warm_up(self, model):
         from .kernels import polish as kernel
@@ -269,8 +268,9 @@ class Polish:
             n_wk = n_wk.astype(np.float32)
             change = np.zeros((kernel.LANES, V, K), np.float32)
             flat, done = 0, 0
+            flat_sweeps = FLAT_SWEEPS if self.relied_on else 0
             most = MAX_SWEEPS if checks is not None else self.sweeps
-            bar = tqdm(total=self.flat_sweeps + most, unit="sweep", disable=not progress, leave=False,
+            bar = tqdm(total=flat_sweeps + most, unit="sweep", disable=not progress, leave=False,
                        desc="polish")
 
             def one_sweep(prior, resp):
@@ -284,7 +284,7 @@ class Polish:
                 return True
 
             with bar:
-                while flat < self.flat_sweeps and time.perf_counter() - t0 < seconds_left:
+                while flat < flat_sweeps and time.perf_counter() - t0 < seconds_left:
                     if not one_sweep(alpha * FLAT_ALPHA, resp):
                         return None
                     flat += 1

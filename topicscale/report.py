@@ -93,7 +93,7 @@ def topic_coherence(model_path, model, top_n):
         counted = coherence.record_windows(record)
         where = ", ".join(f"in {counted[m]} for {m}" for m in measures if m in counted)
         return measures, saved, (f"Coherence as `topicscale eval --coherence` saved it in "
-                                 f"{Path(model_path) / coherence.RESULT_FILE}"
+                                 f"{Path(model_path) / coherence.SCORES_FILE}"
                                  + (f" (co-occurrences counted {where})." if where else "."))
     reference = model.settings.get("corpus")
     how = (f"`topicscale eval {model_path} --coherence {COHERENCE_MEASURE} REFERENCE` scores the topics in "

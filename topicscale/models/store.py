@@ -17,7 +17,7 @@ from ..errors import InputError
 from .. import __version__
 
 MODEL_FILE = "model.npz"
-SCORES_FILE = "coherence.json"      # coherence.RESULT_FILE
+SCORES_FILE = "coherence.json"      # what eval --coherence saves (coherence.py)
 METRICS_FILE = "metrics.jsonl"
 FORMAT = "topicscale-model"
 VERSION = 1
