@@ -46,7 +46,7 @@ import numpy as np
 from tqdm import tqdm
 
 START_SWEEPS = 3            # sweeps of each document alone that give the first responsibilities
-RELAXATION = 2.0            # omega: each sweep moves an entry twice the CVB0 update's step
+RELAXATION = 2.5            # omega: each sweep moves an entry 2.5 times the CVB0 update's step
 BLOCK_DOCS = 10_000
 RESIDENT_BYTES = 4 << 30
 SPILL_FILE = ".polish.tmp"   # a name runs.run_fit removes when a killed run left it
