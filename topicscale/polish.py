@@ -138,7 +138,6 @@ class Checks:
         from .coherence import listed_repeats, many_repeat
         self.score, self.scores = score, [score(model)]
         self.repeating, listed = listed_repeats(model)
-        self.from_assignment = from_assignment
         self.ruled_out = from_assignment or (model.kind == "lda" and many_repeat(self.repeating, listed))
         self.best_score = (-np.inf if self.ruled_out else
                            self.scores[0] - (REPEAT_MARGIN if self.repeating else 0.0))
@@ -232,7 +231,7 @@ class Polish:
         if checks is not None:
             checks.keep_best(model)
             result.update(kept=checks.best_sweeps, scores=checks.scores)
-            if checks.from_assignment:
+            if self.relied_on:
                 result.update(passes_ruled_out=True, passes_from_assignment=True)
             elif checks.ruled_out:
                 result.update(passes_repeating=checks.repeating, passes_ruled_out=True)
