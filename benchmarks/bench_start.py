@@ -1,7 +1,8 @@
 """Where the topics start (LDA): `fit --start near-uniform` beside `fit --start assignment` (one
 pass from a random assignment of the tokens, then the auto sweeps) and the default (`--start
-auto`: near-uniform, started over from the assignment when a tenth of the topics or more end
-repeating another), per corpus and K, scored as bench_quality.py scores its rows.
+auto`: the assignment from 200 topics on; below, near-uniform, started over from the assignment
+when a tenth of the topics or more end repeating another), per corpus and K, scored as
+bench_quality.py scores its rows.
 
     python benchmarks/bench_start.py [--corpora fortunes,foldoc,sotu] [--topics 50,200,600,1000]
                                      [--out benchmarks/results]
@@ -43,8 +44,9 @@ def render(result):
              f"{result['machine'].get('cpu', '')}, 2 threads per run. Scores as in quality.md: held-out "
              "by the common and the Gibbs fold-in, NPMI of the top 10 (training corpus as boolean "
              "documents), diversity of the top 25, pairs of topics sharing more than half of their top 10. "
-             "The default trains from the near-uniform start and starts over from the assignment when a tenth "
-             "of the topics or more end repeating another (its time and passes count both runs).",
+             "The default trains from the assignment start from 200 topics on; below, from the near-uniform "
+             "start, starting over from the assignment when a tenth of the topics or more end repeating "
+             "another (its time and passes count both runs).",
              "",
              "| corpus | K | N / (K V) | start | passes | sweeps kept | train s | held-out LL | Gibbs fold-in "
              "| NPMI | diversity | overlapping pairs |",

@@ -404,11 +404,12 @@ def test_from_the_assignment_start_the_sweeps_open_at_a_flatter_prior(planted, m
 
 def test_the_assignment_starts_topics_are_never_kept_whatever_they_score(planted, monkeypatch):
     """From the assignment start (relied_on) the passes' topics are the sweeps' starting point: a
-    better score does not keep them, as it would from any other start."""
+    better score does not keep them, as it would from any other start; and the checks stop the
+    sweeps only from RELIED_MIN_SWEEPS on (20: the fourth check)."""
     _, corpus = planted
     monkeypatch.setattr(polish_module, "FLAT_SWEEPS", 1)
-    for relied_on, sweeps, kept in ((False, 10, 0), (True, 15, 5)):
-        model, passes, scored, result = run_auto(corpus, [-5.0, -5.1, -5.2, -5.3], monkeypatch,
+    for relied_on, sweeps, kept in ((False, 10, 0), (True, 20, 5)):
+        model, passes, scored, result = run_auto(corpus, [-5.0, -5.1, -5.2, -5.3, -5.4], monkeypatch,
                                                  relied_on=relied_on)
         assert (result["sweeps"], result["kept"]) == (sweeps, kept)
         assert result.get("passes_from_assignment", False) == relied_on

@@ -130,6 +130,30 @@ def test_partial_fit_refuses_the_assignment_start():
         LDA(n_components=2, start="assignment").partial_fit(X)
 
 
+def test_auto_starts_many_topics_from_the_assignment(many_topics, tmp_path, monkeypatch):
+    """The default start (auto) with runs.MANY_TOPICS topics or more, trained until the model stops
+    improving, whose sweeps fit as --polish auto's: the assignment start from the outset, the model
+    `--start assignment` fits with the same local step; near-uniform with fewer topics or --passes."""
+    from topicscale import runs
+    corpus, K = many_topics
+    said = "training from a random assignment"
+
+    def fit(out, *more):
+        r = run("fit", corpus.path, "-k", K, "--seed", 0, "--json", "-q", *more, "-o", tmp_path / out)
+        return json.loads(r.stdout.splitlines()[-1]), r.output
+
+    auto, output = fit("auto")
+    assert said in output and auto["start"] == "assignment" and "started_over" not in auto
+    fit("assignment", "--start", "assignment", "--local", auto["local"])
+    assert ((tmp_path / "auto" / "model.npz").read_bytes()
+            == (tmp_path / "assignment" / "model.npz").read_bytes())
+    fixed, output = fit("fixed", "--passes", 2, "--polish", 5)
+    assert said not in output and fixed["start"] == "near-uniform"
+    monkeypatch.setattr(runs, "MANY_TOPICS", K + 1)
+    _, output = fit("fewer")
+    assert said not in output
+
+
 def test_auto_starts_over_from_the_assignment_when_the_topics_end_repeating(many_topics, tmp_path, monkeypatch):
     """The default start (auto): the near-uniform start's passes leave a tenth of the topics or
     more repeating and their sweeps are skipped (as for their memory at K=1000 on GCIDE), so fit

@@ -103,9 +103,11 @@ PART_OPTIONS = (
            "where the near-uniform start leaves most of them alike. Without --passes, assignment makes one "
            "pass and the polish's sweeps train on from there (--polish auto's run whatever their memory); "
            "from assignment the sweeps open with 20 at 20 x alpha. "
-           "auto: near-uniform; when fit trains until the model stops improving, polishes, and ends with a "
-           "tenth of the topics or more repeating another, it starts over from assignment with the same "
-           "settings (if those sweeps' numbers fit in memory).",
+           "auto: near-uniform, but when fit trains until the model stops improving and polishes: "
+           "assignment for 200 topics or more (when the sweeps' numbers fit as --polish auto's, and not on "
+           "a cluster), and a run from near-uniform that ends with a tenth of the topics or more repeating "
+           "another starts over from assignment with the same settings (if those sweeps' numbers fit in "
+           "memory).",
            "auto"),
     Option("polish", ("--polish",), COUNT_OR_AUTO,
            "Sweeps of over-relaxed batch collapsed variational Bayes (CVB0) over the whole corpus after "
@@ -116,7 +118,7 @@ PART_OPTIONS = (
            "under its alpha; HDP: as its passes), keeping the best-scoring topics (the passes' own "
            "when none beats them, but not an LDA's when a tenth of them or more repeat another); "
            "stops when two checks in a row gain under 0.002 nats a word a sweep "
-           "over the best (at most 100); none when its numbers would exceed 4 GiB or half the memory "
+           "over the best (at most 100; from assignment, at least 20); none when its numbers would exceed 4 GiB or half the memory "
            "available (except after the assignment start, given or started over from).",
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
            "--time-limit or --init), else 0"),

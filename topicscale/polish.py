@@ -31,7 +31,8 @@ copies predict held-out words as a smaller K would, but the user asked for K dis
 An HDP's repeats are left to the merges (merge.py).
 
 From the assignment start (`relied_on`: the run trains by the sweeps) the sweeps open with
-FLAT_SWEEPS sweeps at FLAT_ALPHA x alpha before the N (or auto's) at the model's alpha. From a
+FLAT_SWEEPS sweeps at FLAT_ALPHA x alpha before the N (or auto's, at least RELIED_MIN_SWEEPS:
+one pass was all the training before them) at the model's alpha. From a
 random assignment with many topics, CVB0 at alpha = 1/K starves most of them into small topics
 of rare words that never share a document: its updates are deterministic and lack a sampler's
 noise to leave such a state. The flatter document prior keeps the topics alive while they form,
@@ -58,6 +59,7 @@ MIN_GAIN = 0.002            # auto: nats a word a sweep, as convergence.MIN_GAIN
 REPEAT_MARGIN = CHECK_SWEEPS * MIN_GAIN   # auto: what repeating passes' topics must win by
 FLAT_SWEEPS = 20            # from the assignment start: opening sweeps at FLAT_ALPHA x alpha
 FLAT_ALPHA = 20.0
+RELIED_MIN_SWEEPS = 20      # auto from the assignment start: sweeps at alpha before checks may stop
 
 
 def responsibilities_bytes(corpus, n_topics):
@@ -300,7 +302,7 @@ class Polish:
                         record["score"] = checks.scores[-1]
                     if on_sweep:
                         on_sweep(record)
-                    if not go_on:
+                    if not go_on and (not self.relied_on or done >= RELIED_MIN_SWEEPS):
                         break
             if checks is None:
                 take_counts(model, np.maximum(n_wk, 0.0, dtype=np.float64) + eta)

@@ -25,7 +25,7 @@ from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
 from .merge import Merge
 from .models import load_model, store
-from .polish import AUTO, Polish, fits_in_memory, outcome as polish_outcome, responsibilities_bytes
+from .polish import AUTO, Polish, auto_fits, fits_in_memory, outcome as polish_outcome, responsibilities_bytes
 from .train import RunLimits, RunState, planned_docs, train
 
 CHECKPOINT_FILE = "checkpoint.npz"
@@ -36,6 +36,7 @@ RUN_ONLY = {"output", "threads", "force", "init_model", "heldout", "eval_every",
 RUN_LOG = ".run.jsonl"
 # model settings that say a prior is learned (--alpha auto, --eta auto: inference/priors.py)
 LEARNED = ("alpha_auto", "eta_auto")
+MANY_TOPICS = 200       # --start auto: the assignment start from this many topics (_chosen_start)
 
 
 def _check_output(output, force, init_model):
@@ -199,6 +200,7 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
         corpus = open_corpus(config["corpus"])
         heldout = Corpus(config["heldout"]) if config["heldout"] else None
         if model is None:
+            config = _chosen_start(config, corpus, say)
             model = new_model(config, corpus)
         with contextlib.ExitStack() as stack:
             executor = None
@@ -346,6 +348,25 @@ def _count_both_runs(summary, first):
     summary["started_over"] = first
     for rate, count in (("docs_per_s", "docs"), ("tokens_per_s", "tokens")):
         summary[rate] = summary[count] / summary["train_seconds"] if summary["train_seconds"] else None
+
+
+def _chosen_start(config, corpus, say):
+    """--start auto for an LDA of MANY_TOPICS topics or more, trained until it stops improving
+    and polished: the assignment start, when the sweeps' numbers fit as --polish auto's do
+    (polish.auto_fits) and no cluster runs the passes. Otherwise near-uniform, started over from
+    the assignment when its topics end repeating (_starts_over). The near-uniform start leaves
+    nearly equal topics for minibatch noise alone to part, which many topics share too few
+    tokens to do; from the assignment each has its own tokens from the outset
+    (benchmarks/results/start.md, k200/quality.md)."""
+    K = config.get("n_topics") or 0
+    if not (config.get("start") == "auto" and K >= MANY_TOPICS and not config.get("init_model")
+            and run_limits(config).min_gain and config.get("polish")
+            and not any(config.get(name) for name in options.CLUSTER_OPTIONS)
+            and auto_fits(responsibilities_bytes(corpus, K))):
+        return config
+    say(f"{K} topics: training from a random assignment of the tokens, then the polish's sweeps "
+        "(--start auto; --start near-uniform streams passes instead)")
+    return dict(config, start="assignment")
 
 
 def _starts_over(config, limits, summary):
