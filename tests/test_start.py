@@ -132,9 +132,10 @@ def test_partial_fit_refuses_the_assignment_start():
 
 def test_auto_starts_many_topics_from_the_assignment(many_topics, tmp_path, monkeypatch):
     """The default start (auto) with runs.MANY_TOPICS topics or more, trained until the model stops
-    improving, whose sweeps fit as --polish auto's: the assignment start from the outset, the model
-    `--start assignment` fits with the same local step; near-uniform with fewer topics or --passes."""
-    from topicscale import runs
+    improving, whose sweeps fit in memory: the assignment start from the outset, the model
+    `--start assignment` fits with the same local step; near-uniform with fewer topics, --passes,
+    or sweeps that would not fit in memory."""
+    from topicscale import polish, runs
     corpus, K = many_topics
     said = "training from a random assignment"
 
@@ -149,6 +150,11 @@ def test_auto_starts_many_topics_from_the_assignment(many_topics, tmp_path, monk
             == (tmp_path / "assignment" / "model.npz").read_bytes())
     fixed, output = fit("fixed", "--passes", 2, "--polish", 5)
     assert said not in output and fixed["start"] == "near-uniform"
+    with monkeypatch.context() as m:
+        m.setattr(polish, "RESIDENT_BYTES", 0)
+        m.setattr(polish, "available_memory", lambda: None)
+        _, output = fit("no-memory")
+        assert said not in output
     monkeypatch.setattr(runs, "MANY_TOPICS", K + 1)
     _, output = fit("fewer")
     assert said not in output
@@ -159,10 +165,12 @@ def test_auto_starts_over_from_the_assignment_when_the_topics_end_repeating(many
     more repeating and their sweeps are skipped (as for their memory at K=1000 on GCIDE), so fit
     starts over from the assignment start, whose model is the one `--start assignment` fits with
     the same local step; `--start near-uniform`, `--init`, and `--passes` keep the repeats, and
-    so does auto when the assignment start's sweeps would not fit in memory."""
-    from topicscale import polish
+    so does auto when the assignment start's sweeps would not fit in memory. (Below
+    runs.MANY_TOPICS: from there auto starts from the assignment.)"""
+    from topicscale import polish, runs
     corpus, K = many_topics
     monkeypatch.setattr(polish, "RESIDENT_BYTES", 0)
+    monkeypatch.setattr(runs, "MANY_TOPICS", K + 1)
     fit = lambda out, *more: json.loads(run("fit", corpus.path, "-k", K, "--seed", 0, "--json", "-q", *more,
                                             "-o", tmp_path / out).stdout.splitlines()[-1])
     auto = fit("auto")
@@ -193,9 +201,10 @@ def test_auto_starts_over_from_the_assignment_when_the_topics_end_repeating(many
 
 
 def test_a_run_stopped_after_starting_over_resumes_to_the_same_model(many_topics, tmp_path, monkeypatch):
-    from topicscale import polish
+    from topicscale import polish, runs
     corpus, K = many_topics
     monkeypatch.setattr(polish, "RESIDENT_BYTES", 0)
+    monkeypatch.setattr(runs, "MANY_TOPICS", K + 1)
     args = ["fit", corpus.path, "-k", K, "--seed", 0]
     _, first_polls = run_stopped(monkeypatch, 10 ** 9, *args, "--start", "near-uniform", "-o", tmp_path / "near")
     run(*args, "-q", "-o", tmp_path / "whole")

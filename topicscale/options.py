@@ -104,8 +104,8 @@ PART_OPTIONS = (
            "pass and the polish's sweeps train on from there (--polish auto's run whatever their memory); "
            "from assignment the sweeps open with 20 at 20 x alpha. "
            "auto: near-uniform, but when fit trains until the model stops improving and polishes: "
-           "assignment for 200 topics or more (when the sweeps' numbers fit as --polish auto's, and not on "
-           "a cluster), and a run from near-uniform that ends with a tenth of the topics or more repeating "
+           "assignment for 200 topics or more (when the sweeps' numbers fit in memory, and not on a "
+           "cluster), and a run from near-uniform that ends with a tenth of the topics or more repeating "
            "another starts over from assignment with the same settings (if those sweeps' numbers fit in "
            "memory).",
            "auto"),
@@ -117,9 +117,9 @@ PART_OPTIONS = (
            "auto: scored every 5 sweeps on the documents the passes were scored on (LDA: by a CVB0 fold-in "
            "under its alpha; HDP: as its passes), keeping the best-scoring topics (the passes' own "
            "when none beats them, but not an LDA's when a tenth of them or more repeat another); "
-           "stops when two checks in a row gain under 0.002 nats a word a sweep "
-           "over the best (at most 100; from assignment, at least 20); none when its numbers would exceed 4 GiB or half the memory "
-           "available (except after the assignment start, given or started over from).",
+           "stops when two checks in a row gain under 0.002 nats a word a sweep over the best (at most "
+           "100; from assignment, at least 20); none when its numbers would exceed 4 GiB or half the "
+           "memory available (except after the assignment start, given or started over from).",
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
            "--time-limit or --init), else 0"),
     Option("merge", ("--merge/--no-merge",), None,

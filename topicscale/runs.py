@@ -25,7 +25,7 @@ from .errors import TopicscaleError
 from .guards import OutputLock, StopOnSignal
 from .merge import Merge
 from .models import load_model, store
-from .polish import AUTO, Polish, auto_fits, fits_in_memory, outcome as polish_outcome, responsibilities_bytes
+from .polish import AUTO, Polish, fits_in_memory, outcome as polish_outcome, responsibilities_bytes
 from .train import RunLimits, RunState, planned_docs, train
 
 CHECKPOINT_FILE = "checkpoint.npz"
@@ -352,17 +352,17 @@ def _count_both_runs(summary, first):
 
 def _chosen_start(config, corpus, say):
     """--start auto for an LDA of MANY_TOPICS topics or more, trained until it stops improving
-    and polished: the assignment start, when the sweeps' numbers fit as --polish auto's do
-    (polish.auto_fits) and no cluster runs the passes. Otherwise near-uniform, started over from
+    and polished: the assignment start, when the sweeps' numbers fit in memory (as for
+    _starts_over) and no cluster runs the passes. Otherwise near-uniform, started over from
     the assignment when its topics end repeating (_starts_over). The near-uniform start leaves
-    nearly equal topics for minibatch noise alone to part, which many topics share too few
-    tokens to do; from the assignment each has its own tokens from the outset
-    (benchmarks/results/start.md, k200/quality.md)."""
+    nearly equal topics for minibatch noise to part; the assignment gives each its own tokens
+    from the outset. From 200 topics that scored better on eight of the nine corpora measured;
+    at 100 the two starts tie (benchmarks/results/start.md, start-k100-k200/)."""
     K = config.get("n_topics") or 0
     if not (config.get("start") == "auto" and K >= MANY_TOPICS and not config.get("init_model")
             and run_limits(config).min_gain and config.get("polish")
             and not any(config.get(name) for name in options.CLUSTER_OPTIONS)
-            and auto_fits(responsibilities_bytes(corpus, K))):
+            and fits_in_memory(responsibilities_bytes(corpus, K))):
         return config
     say(f"{K} topics: training from a random assignment of the tokens, then the polish's sweeps "
         "(--start auto; --start near-uniform streams passes instead)")
