@@ -350,6 +350,14 @@ def _count_both_runs(summary, first):
         summary[rate] = summary[count] / summary["train_seconds"] if summary["train_seconds"] else None
 
 
+def _auto_may_take_assignment(config, min_gain):
+    """What both of --start auto's ways to the assignment start (_chosen_start, _starts_over)
+    need besides the sweeps' memory: auto given, no --init (the topics are the given model's),
+    and a run trained until the model stops improving, then polished."""
+    return (config.get("start") == "auto" and not config.get("init_model") and bool(min_gain)
+            and bool(config.get("polish")))
+
+
 def _chosen_start(config, corpus, say):
     """--start auto for an LDA of MANY_TOPICS topics or more, trained until it stops improving
     and polished: the assignment start, when the sweeps' numbers fit in memory (as for
@@ -359,8 +367,7 @@ def _chosen_start(config, corpus, say):
     from the outset. From 200 topics that scored better on eight of the nine corpora measured;
     at 100 the two starts tie (benchmarks/results/start.md, start-k100-k200/)."""
     K = config.get("n_topics") or 0
-    if not (config.get("start") == "auto" and K >= MANY_TOPICS and not config.get("init_model")
-            and run_limits(config).min_gain and config.get("polish")
+    if not (K >= MANY_TOPICS and _auto_may_take_assignment(config, run_limits(config).min_gain)
             and not any(config.get(name) for name in options.CLUSTER_OPTIONS)
             and fits_in_memory(responsibilities_bytes(corpus, K))):
         return config
@@ -376,8 +383,7 @@ def _starts_over(config, limits, summary):
     every corpus measured (benchmarks/results/start.md) where the sweeps from the near-uniform
     start left them alike or were skipped for their memory; not when those sweeps' numbers would
     not fit in memory, nor after --init (the topics are the given model's)."""
-    return (config.get("start") == "auto" and not config.get("init_model") and bool(limits.min_gain)
-            and bool(config.get("polish"))
+    return (_auto_may_take_assignment(config, limits.min_gain)
             and many_repeat(summary["repeated_topics"], summary["listed_topics"])
             and fits_in_memory(summary["sweeps_bytes"]))
 
