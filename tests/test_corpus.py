@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from topicscale.corpus.prepare import heldout_rows, prepare, prune_vocabulary
+from topicscale.corpus import shards
 from topicscale.corpus.shards import Corpus, CorpusWriter
 from topicscale.corpus.stream import MinibatchStream, StreamPosition
 from topicscale.errors import InputError
@@ -79,15 +80,38 @@ def test_read_slices_matches_numpy_slicing(tmp_path):
             os.close(fd)
 
 
-def test_shard_cut_short_after_opening_names_the_file(tmp_path):
+def test_resident_corpus_gathers_what_the_reads_gather(tmp_path, monkeypatch):
+    """A corpus small enough to hold in memory gathers any rows (across shards, repeated,
+    empty) exactly as the pread path does."""
+    corpus, docs = small_corpus(tmp_path / "c")
+    monkeypatch.setattr(shards, "RESIDENT_BYTES", 0)
+    read = Corpus(tmp_path / "c")
+    assert corpus.resident and not read.resident
+    rows = np.random.default_rng(2).integers(0, 57, size=200)
+    for want in (rows, rows[:0], [56, 56, 0]):
+        a, b = corpus.rows(want), read.rows(want)
+        for field in ("rows", "indptr", "indices", "counts"):
+            assert np.array_equal(getattr(a, field), getattr(b, field)), field
+    assert np.array_equal(corpus.rows([7]).indices, docs[7][0])
+
+
+def test_shard_cut_short_after_opening_names_the_file(tmp_path, monkeypatch):
     """A shard file truncated after the corpus checked it (another process rewrote it): the
-    read fails with the file's name, not with garbage or a crash."""
+    read fails with the file's name, not with garbage or a crash; so does a resident corpus's load."""
+    monkeypatch.setattr(shards, "RESIDENT_BYTES", 0)
     corpus, _ = small_corpus(tmp_path / "c")
     corpus.rows([25])
     path = tmp_path / "c" / "shard-00002.counts.npy"
     path.write_bytes(path.read_bytes()[:-8])
     with pytest.raises(InputError, match="shard-00002.counts.npy.*shorter than its header"):
         corpus.rows([25, 29])
+    monkeypatch.setattr(shards, "RESIDENT_BYTES", 1 << 20)
+    resident = Corpus(tmp_path / "c")
+    resident.rows([5])
+    path = tmp_path / "c" / "shard-00001.indices.npy"
+    path.write_bytes(path.read_bytes()[:-8])
+    with pytest.raises(InputError, match="shard-00001"):
+        resident.rows([15])
 
 
 def test_writer_error_leaves_nothing(tmp_path):

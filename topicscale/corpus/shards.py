@@ -14,7 +14,8 @@ ids, -1 where the text had a word outside the vocabulary), for sliding-window co
     CORPUS/shard-NNNNN.tokens.npy   int32 word ids (or -1) in reading order
 
 Writers stream (a shard is flushed every `shard_docs` documents), so memory does not grow
-with the corpus; readers memory-map the shards and never load the corpus whole.
+with the corpus; readers read the documents they need from the shards and never load the corpus
+whole, unless its word ids and counts take at most RESIDENT_BYTES.
 """
 import json
 import os
@@ -31,6 +32,7 @@ from .. import __version__
 FORMAT = "topicscale-corpus"
 VERSION = 1
 SHARD_DOCS = 50_000
+RESIDENT_BYTES = 32 << 20   # word ids and counts up to this are read into memory on first use
 
 
 @dataclass
@@ -80,6 +82,18 @@ def _data_offset(path):
         read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
         read_header(fh)
         return fh.tell()
+
+
+def _load(path, nnz):
+    """A shard's word ids or counts in memory (a resident corpus), checked again for length:
+    the file may have changed since the corpus checked it."""
+    try:
+        array = np.load(path)
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(path, None, f"unreadable shard: {exc}") from None
+    if array.shape != (nnz,) or array.dtype != np.int32:
+        raise InputError(path, None, "shard arrays disagree with the manifest")
+    return array
 
 
 def _read_slices(path, offset, starts, lengths, out, out_starts):
@@ -304,6 +318,7 @@ class Corpus:
         if self.starts[-1] != self.n_docs:
             raise InputError(manifest_path, None, "shard document counts do not add up to n_docs")
         self.keeps_order = bool(m.get("keeps_order", False))
+        self.resident = self.nnz * 8 <= RESIDENT_BYTES
         self._shards = {}
         self._vocab = None
 
@@ -327,13 +342,15 @@ class Corpus:
                 yield line.rstrip("\n")
 
     def shard(self, i):
-        """Shard i, checked on first use: (indptr in memory, {part: (file, data offset)})."""
+        """Shard i, checked on first use: (indptr in memory, {part: (file, data offset)}), or
+        {part: array in memory} when the corpus is `resident`."""
         if i not in self._shards:
             info = self.shards[i]
             base = self.path / info["name"]
             indptr = self._check(base, info, i)
-            self._shards[i] = (indptr, {part: (f"{base}.{part}.npy", _data_offset(f"{base}.{part}.npy"))
-                                        for part in ("indices", "counts")})
+            files = {part: f"{base}.{part}.npy" for part in ("indices", "counts")}
+            self._shards[i] = (indptr, {part: _load(f, info["nnz"]) if self.resident else (f, _data_offset(f))
+                                        for part, f in files.items()})
         return self._shards[i]
 
     def _check(self, base, info, i):
@@ -368,7 +385,9 @@ class Corpus:
 
         Each document's slice is read with pread into the output, so nothing stays mapped:
         resident memory does not grow with the corpus (a memory map would keep every page it
-        touched, and the kernel's fault-around maps 64 KiB per random access).
+        touched, and the kernel's fault-around maps 64 KiB per random access). A `resident`
+        corpus's slices are copied from memory: a minibatch of 500 short documents is 1,000
+        slices, and their system calls took longer than the document step on them.
         """
         rows = np.asarray(rows, dtype=np.int64)
         shard_of, starts, lengths, out_ptr = locate_rows(self, rows)
@@ -378,8 +397,12 @@ class Corpus:
             docs = np.flatnonzero(shard_of == s)
             files = self.shard(s)[1]
             for out, part in ((indices, "indices"), (raw_counts, "counts")):
-                path, offset = files[part]
-                _read_slices(path, offset, starts[docs], lengths[docs], out, out_ptr[docs])
+                if self.resident:
+                    from ..kernels.gather import copy_slices
+                    copy_slices(files[part], starts[docs], lengths[docs], out, out_ptr[docs])
+                else:
+                    path, offset = files[part]
+                    _read_slices(path, offset, starts[docs], lengths[docs], out, out_ptr[docs])
         return Rows(rows, out_ptr, indices, raw_counts.astype(np.float64))
 
     def row_blocks(self, block_docs=10_000):
