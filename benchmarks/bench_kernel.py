@@ -78,6 +78,7 @@ def worker_measure(spec):
     import numba
     import numpy as np
     import kernels_whatif as kw
+    from topicscale.kernels.prefetch import PREFETCH_AHEAD
     from topicscale.inference.local_steps.cvb0 import CVB0
     from topicscale.inference.local_steps.meanfield import MeanField
     model, batches = _batches(spec)
@@ -132,11 +133,11 @@ def worker_measure(spec):
         "cvb0": run_cvb0,
         "roofline_axpy_cvb0": make(kw.roofline_axpy, with_alpha=False, sweeps="passes"),
         "roofline_axpy_cvb0_prefetch": make(kw.roofline_axpy, with_alpha=False, sweeps="passes",
-                                            ahead=kw.PREFETCH_AHEAD),
+                                            ahead=PREFETCH_AHEAD),
         "estep_double": lambda threads: run_estep(False),
         "roofline_axpy32": make(kw.roofline_axpy, use32=True, with_alpha=False),
         "roofline_axpy": make(kw.roofline_axpy, with_alpha=False),
-        "roofline_axpy_prefetch": make(kw.roofline_axpy, with_alpha=False, ahead=kw.PREFETCH_AHEAD),
+        "roofline_axpy_prefetch": make(kw.roofline_axpy, with_alpha=False, ahead=PREFETCH_AHEAD),
         "roofline_fused": make(kw.roofline_fused, with_alpha=False),
         "sweep_nodigamma": make(kw.sweep_nodigamma),
         "sweep_fastdigamma": make(kw.sweep_fastdigamma),
