@@ -25,12 +25,15 @@ is summed from resp when a document starts: only n_wk (V x K), the lanes' change
 (LANES x V x K) and resp are kept. n_wk and the changes may be float32 (n_k stays float64): a
 sweep adds a word's changes to n_wk once a block, so roundings add up over blocks, not entries,
 and an entry fetches half the bytes. An entry's update runs in float32 (n_dk, 1 / (n_k + V eta),
-alpha): twice the lanes of a vector register, and a document's counts are small.
+alpha): twice the lanes of a vector register, and a document's counts are small. The word rows
+(n_wk and the lane's changes) of the entry PREFETCH_AHEAD on are prefetched: an entry's rows are
+a random pair among V.
 """
 import numpy as np
 from numba import njit, prange
 
 from .minibatch import distinct_words
+from .prefetch import PREFETCH_AHEAD, prefetch_row
 
 LANES = 2
 MERGE_CHUNKS = 8
@@ -110,6 +113,7 @@ def _sweep_lane(indptr, indices, counts, resp, first, last, n_wk, change, inv_to
     g = np.empty(K, dtype=np.float32)
     n_dk = np.empty(K, dtype=np.float32)
     zero = np.float32(0.0)
+    end = indptr[last]
     for d in range(first, last):
         n_dk[:] = zero
         for p in range(indptr[d], indptr[d + 1]):
@@ -119,6 +123,9 @@ def _sweep_lane(indptr, indices, counts, resp, first, last, n_wk, change, inv_to
         for p in range(indptr[d], indptr[d + 1]):
             m, own = np.float32(counts[p]), resp[p]
             word, moved = n_wk[indices[p]], change[indices[p]]
+            if p + PREFETCH_AHEAD < end:
+                prefetch_row(n_wk, indices[p + PREFETCH_AHEAD])
+                prefetch_row(change, indices[p + PREFETCH_AHEAD])
             for k in range(K):
                 share = m * own[k]
                 n_dk[k] -= share
