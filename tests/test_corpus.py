@@ -97,7 +97,8 @@ def test_resident_corpus_gathers_what_the_reads_gather(tmp_path, monkeypatch):
 
 def test_shard_cut_short_after_opening_names_the_file(tmp_path, monkeypatch):
     """A shard file truncated after the corpus checked it (another process rewrote it): the
-    read fails with the file's name, not with garbage or a crash; so does a resident corpus's load."""
+    read fails with the file's name, not with garbage or a crash; so does a resident corpus's
+    first read of the shard."""
     monkeypatch.setattr(shards, "RESIDENT_BYTES", 0)
     corpus, _ = small_corpus(tmp_path / "c")
     corpus.rows([25])
