@@ -84,18 +84,6 @@ def _data_offset(path):
         return fh.tell()
 
 
-def _load(path, nnz):
-    """A shard's word ids or counts in memory (a resident corpus), checked again for length:
-    the file may have changed since the corpus checked it."""
-    try:
-        array = np.load(path)
-    except (OSError, ValueError, EOFError) as exc:
-        raise InputError(path, None, f"unreadable shard: {exc}") from None
-    if array.shape != (nnz,) or array.dtype != np.int32:
-        raise InputError(path, None, "shard arrays disagree with the manifest")
-    return array
-
-
 def _read_slices(path, offset, starts, lengths, out, out_starts):
     """out[out_starts[i]:+lengths[i]] = elements starts[i]:+lengths[i] of the .npy file's data
     (kernels.gather: compiled pread calls, imported here so that commands which never read
@@ -347,14 +335,15 @@ class Corpus:
         if i not in self._shards:
             info = self.shards[i]
             base = self.path / info["name"]
-            indptr = self._check(base, info, i)
-            files = {part: f"{base}.{part}.npy" for part in ("indices", "counts")}
-            self._shards[i] = (indptr, {part: _load(f, info["nnz"]) if self.resident else (f, _data_offset(f))
-                                        for part, f in files.items()})
+            indptr, checked = self._check(base, info, i)
+            self._shards[i] = (indptr, {part: np.array(array) if self.resident
+                                        else (f"{base}.{part}.npy", _data_offset(f"{base}.{part}.npy"))
+                                        for part, array in checked.items()})
         return self._shards[i]
 
     def _check(self, base, info, i):
-        """Validate a shard's three arrays against the manifest; returns indptr (a copy)."""
+        """Validate a shard's three arrays against the manifest; returns indptr (a copy) and
+        {part: the word ids or counts, memory-mapped}."""
         try:
             indptr, indices, counts = (np.load(f"{base}.{part}.npy", mmap_mode="r")
                                        for part in ("indptr", "indices", "counts"))
@@ -378,7 +367,7 @@ class Corpus:
                                  f"{self.starts[i] + row} (vocabulary has {self.n_words} words)")
             if counts.min() <= 0:
                 raise InputError(f"{base}.counts.npy", None, "non-positive count")
-        return np.array(indptr)
+        return np.array(indptr), {"indices": indices, "counts": counts}
 
     def rows(self, rows):
         """Gather documents by global row number (in the order given) into one CSR block.
@@ -393,12 +382,13 @@ class Corpus:
         shard_of, starts, lengths, out_ptr = locate_rows(self, rows)
         indices = np.empty(out_ptr[-1], dtype=np.int32)
         raw_counts = np.empty(out_ptr[-1], dtype=np.int32)
+        if self.resident:
+            from ..kernels.gather import copy_slices
         for s in np.unique(shard_of):
             docs = np.flatnonzero(shard_of == s)
             files = self.shard(s)[1]
             for out, part in ((indices, "indices"), (raw_counts, "counts")):
                 if self.resident:
-                    from ..kernels.gather import copy_slices
                     copy_slices(files[part], starts[docs], lengths[docs], out, out_ptr[docs])
                 else:
                     path, offset = files[part]
