@@ -12,9 +12,9 @@ clock starts after every kernel is loaded):
   * LDA at each K again with its own stopping rule (`fit` without --time-limit or --heldout: passes
     until a pass stops gaining, then `--polish auto`, as a user runs it), with its own time: a row
     counts for the best LDA of a budget when it trained within 1.05 B;
-  * the HDP (`fit --model hdp`, truncation --hdp-topics, alpha = omega = 1) with each local step of
-    --variants: `meanfield` (direct-assignment view, mean-field on E[beta] under alpha0
-    E[sigma(V)]), `cvb0` (the same with CVB0; `fit`'s default on short documents, as for LDA),
+  * the HDP (`fit --model hdp`, truncation --hdp-topics, omega = 1, alpha its step's default: 0.2
+    under CVB0, else 1) with each local step of --variants: `meanfield` (direct-assignment view,
+    mean-field on E[beta] under alpha0 E[sigma(V)]), `cvb0` (the same with CVB0; `fit`'s default on short documents, as for LDA),
     `hdp` (the SVI paper's two-level step, T = 15);
   * the direct variants again with their own stopping rule, as the LDA rows above (the two-level
     step is too slow for it), and once more with --no-merge (without the merges of repeating
@@ -285,7 +285,8 @@ def render(r):
          f"kernels loaded before the clock starts), but the `own stop` rows: `fit` as a user runs it, "
          f"stopping by its own rule (its time shown; an LDA row counts for the best LDA when within 1.05 B). "
          f"LDA at its defaults (alpha = 1/K, its default local step); "
-         f"HDP truncation K = {s['hdp_topics']}, alpha = omega = 1, eta = 0.01, one setting on every corpus. "
+         f"HDP truncation K = {s['hdp_topics']}, omega = 1, alpha its step's default (0.2 under CVB0, else 1), "
+         f"eta = 0.01, one setting on every corpus. "
          f"Peers: {', '.join(r['peers']) or 'none'}" + (f"; skipped corpora: {r['skipped']}" if r["skipped"] else "")
          + ".", ""]
     for name, c in r["corpora"].items():

@@ -17,7 +17,7 @@ from topicscale.inference.local_steps.cvb0 import CVB0
 from topicscale.inference.local_steps.meanfield import MeanField
 from topicscale.kernels.tables import expected_tables
 from topicscale.models import load_model
-from topicscale.models.hdp import HDPModel, carrying
+from topicscale.models.hdp import CVB0_ALPHA, DEFAULT_ALPHA, HDPModel, carrying
 from topicscale.stats import HDPStats
 from topicscale.train import RunLimits, train
 
@@ -146,7 +146,8 @@ def run(*args):
 @pytest.mark.parametrize("local", ["cvb0", "meanfield", "hdp"])
 def test_save_load_and_stop_and_resume_are_bit_identical(six_topics, tmp_path, monkeypatch, local):
     """A run stopped mid-epoch and resumed writes the model an uninterrupted run writes; the
-    saved model loads with the same topics, sticks and own predictive prior."""
+    saved model loads with the same topics, sticks and own predictive prior, and the document
+    concentration its step takes by default (models/hdp.default_alpha)."""
     _, corpus = six_topics
     args = ["fit", corpus.path, "--model", "hdp", "--local", local, "-k", "12", "--batch-size", "300",
             "--passes", "1", "--seed", "3"]
@@ -158,4 +159,10 @@ def test_save_load_and_stop_and_resume_are_bit_identical(six_topics, tmp_path, m
     assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()
     model = load_model(tmp_path / "whole")
     assert model.settings["local"] == local
+    assert model.alpha == (CVB0_ALPHA if local == "cvb0" else DEFAULT_ALPHA) and CVB0_ALPHA != DEFAULT_ALPHA
     assert np.allclose(model.local_prior().dirichlet, model.alpha * model.topic_weights())
+
+
+def test_a_given_alpha_overrides_the_document_steps_default():
+    config = {"local": "cvb0", "alpha": 0.7, "n_topics": 5, "corpus_docs": 10}
+    assert HDPModel.from_config(["a", "b"], config, np.random.default_rng(0)).alpha == 0.7

@@ -71,7 +71,7 @@ PART_OPTIONS = (
            "Topic-proportion prior (HDP: document concentration). LDA: auto learns an asymmetric "
            "alpha (from 1/K, a Newton step each minibatch, batch: each epoch, on the documents' Dirichlets "
            "from a mean-field step).",
-           default_text="1/K, HDP 1, or the algorithm's"),
+           default_text="1/K, HDP 1 (0.2 under a CVB0 step), or the algorithm's"),
     Option("eta", ("--eta",), POSITIVE_OR_AUTO,
            "Topic Dirichlet prior. LDA: auto learns it (a Newton step every 10 minibatches).", 0.01),
     Option("omega", ("--omega",), click.FloatRange(0, min_open=True),
