@@ -98,6 +98,7 @@ def test_without_passes_the_assignment_start_trains_one_pass_then_by_the_sweeps(
     summary = json.loads(r.stdout.splitlines()[-1])
     assert summary["docs"] == corpus.n_docs - summary["held_aside"] and summary["start"] == "assignment"
     assert summary["polish"]["sweeps"] >= polish.CHECK_SWEEPS and summary["polish"]["kept"] > 0
+    assert "pass_scores" not in summary         # its one pass has no next pass to decide
     from topicscale.cli import _convergence_line
     assert _convergence_line(summary).startswith("one pass from the assignment start")
     skipped = json.loads(fit("n").stdout.splitlines()[-1])["polish"]

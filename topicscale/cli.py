@@ -467,8 +467,7 @@ def _convergence_line(summary):
         return (f"converged after {len(scores)} passes: the last {PATIENCE} did not beat {best:.4f} on {on} "
                 f"by {MIN_GAIN} nats a word")
     if summary["stopped"] == "passes" and summary.get("start") == "assignment" and summary.get("polish"):
-        return (f"one pass from the assignment start ({scores[-1]:.4f} on {on}); the polish's sweeps "
-                "train on from there")
+        return "one pass from the assignment start; the polish's sweeps train on from there"
     if summary["stopped"] == "passes":
         return f"stopped at the cap of {MAX_PASSES} passes, the last still gaining {gain} nats a word on {on}"
     return f"stopped ({summary['stopped'] or 'by a signal'}) after {len(scores)} scored passes"

@@ -64,8 +64,8 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     (limits.min_gain) until a pass improves score_pass(model) -> float by less than min_gain
     (convergence.PassScorer, whose warm_up(model) loads its kernels before the clock starts).
 
-    score_pass runs after every pass and counts as training time (it decides how long to
-    train). evaluate(model) -> dict runs every `eval_every` minibatches and at the end; on_record(dict)
+    score_pass runs after every pass of a run that plans more than one and counts as training
+    time (it decides whether to train another; the assignment start's one pass has none to decide). evaluate(model) -> dict runs every `eval_every` minibatches and at the end; on_record(dict)
     gets one record per minibatch and per evaluation; checkpoint(state) is called every
     `checkpoint_every` minibatches or `checkpoint_seconds`; stop_requested() -> bool is polled
     at each minibatch boundary (signals). executor: where minibatches are read and their local
@@ -147,7 +147,8 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                     "step": model.step, "docs": state.docs, "seconds": dt,
                     "docs_per_s": batch.n_docs / dt if dt else None, **metrics})
             bar.update(batch.n_docs)
-            if limits.min_gain and state.docs >= (len(state.pass_scores) + 1) * corpus.n_docs:
+            if (limits.min_gain and limits.passes > 1
+                    and state.docs >= (len(state.pass_scores) + 1) * corpus.n_docs):
                 t_score = time.perf_counter()
                 state.pass_scores.append(score_pass(model))
                 state.train_seconds += time.perf_counter() - t_score
