@@ -14,8 +14,8 @@ clock starts after every kernel is loaded):
     counts for the best LDA of a budget when it trained within 1.05 B;
   * the HDP (`fit --model hdp`, truncation --hdp-topics, omega = 1, alpha its step's default: 0.2
     under CVB0, else 1) with each local step of --variants: `meanfield` (direct-assignment view,
-    mean-field on E[beta] under alpha0 E[sigma(V)]), `cvb0` (the same with CVB0; `fit`'s default on short documents, as for LDA),
-    `hdp` (the SVI paper's two-level step, T = 15);
+    mean-field on E[beta] under alpha0 E[sigma(V)]), `cvb0` (the same with CVB0; `fit`'s default
+    on short documents, as for LDA), `hdp` (the SVI paper's two-level step, T = 15);
   * the direct variants again with their own stopping rule, as the LDA rows above (the two-level
     step is too slow for it), and once more with --no-merge (without the merges of repeating
     topics that follow the polish);
