@@ -132,10 +132,12 @@ class PassScorer:
         """The model changed without a step (fit --polish): the last score is not its."""
         self.last = None
 
-    def warm_up(self, model, sweeps=False):
-        """Load the scoring's kernels (`sweeps`: also sweeps_score's) by scoring a few documents
-        (one might be too short to split); reads the model only."""
-        self._evaluate(model, self.few)
+    def warm_up(self, model, passes=True, sweeps=False):
+        """Load the kernels of the scores a run takes, the passes' (`passes`, also the merges')
+        and sweeps_score's (`sweeps`), by scoring a few documents (one might be too short to
+        split); reads the model only."""
+        if passes or (sweeps and self.by_exported):
+            self._evaluate(model, self.few)
         if sweeps and not self.by_exported:
             self._cvb0_completion(model, self.few)
 

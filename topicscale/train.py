@@ -65,9 +65,10 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     (convergence.PassScorer, whose warm_up(model) loads its kernels before the clock starts).
 
     score_pass runs after every pass of a run that plans more than one and counts as training
-    time (it decides whether to train another; the assignment start's one pass has none to decide). evaluate(model) -> dict runs every `eval_every` minibatches and at the end; on_record(dict)
-    gets one record per minibatch and per evaluation; checkpoint(state) is called every
-    `checkpoint_every` minibatches or `checkpoint_seconds`; stop_requested() -> bool is polled
+    time (it decides whether to train another; the assignment start's one pass has none to
+    decide). evaluate(model) -> dict runs every `eval_every` minibatches and at the end;
+    on_record(dict) gets one record per minibatch and per evaluation; checkpoint(state) is called
+    every `checkpoint_every` minibatches or `checkpoint_seconds`; stop_requested() -> bool is polled
     at each minibatch boundary (signals). executor: where minibatches are read and their local
     steps run (default: this process, in chunks of limits.chunk_docs documents; a
     distributed.Executor also warms its workers' kernels before the clock starts). polish: a
@@ -100,6 +101,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     # numba loads its cached kernels (or compiles them) on their first call in a process: done
     # here, when the algorithm offers it, and reported apart from the training time
     kernel_load_seconds = None
+    scores_passes = bool(limits.min_gain) and limits.passes > 1
     warm_batch = getattr(executor, "warm_batch", None)       # a distributed run's workers
     if hasattr(algorithm, "warm_up") or limits.min_gain or warm_batch or polish:
         t_load = time.perf_counter()
@@ -110,8 +112,9 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
             estep_statistics(algorithm.local, warm_batch(), model)
         elif hasattr(algorithm, "warm_up"):
             algorithm.warm_up()
-        if limits.min_gain or getattr(polish, "auto", False) or merge:
-            score_pass.warm_up(model, sweeps=getattr(polish, "auto", False))
+        if scores_passes or getattr(polish, "auto", False) or merge:
+            score_pass.warm_up(model, passes=scores_passes or bool(merge),
+                               sweeps=getattr(polish, "auto", False))
         if polish:
             polish.warm_up(model)
         kernel_load_seconds = time.perf_counter() - t_load
@@ -147,8 +150,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                     "step": model.step, "docs": state.docs, "seconds": dt,
                     "docs_per_s": batch.n_docs / dt if dt else None, **metrics})
             bar.update(batch.n_docs)
-            if (limits.min_gain and limits.passes > 1
-                    and state.docs >= (len(state.pass_scores) + 1) * corpus.n_docs):
+            if scores_passes and state.docs >= (len(state.pass_scores) + 1) * corpus.n_docs:
                 t_score = time.perf_counter()
                 state.pass_scores.append(score_pass(model))
                 state.train_seconds += time.perf_counter() - t_score
