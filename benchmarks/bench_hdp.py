@@ -17,8 +17,10 @@ clock starts after every kernel is loaded):
     mean-field on E[beta] under alpha0 E[sigma(V)]), `cvb0` (the same with CVB0; `fit`'s default
     on short documents, as for LDA), `hdp` (the SVI paper's two-level step, T = 15);
   * the direct variants again with their own stopping rule, as the LDA rows above (the two-level
-    step is too slow for it), and once more with --no-merge (without the merges of repeating
-    topics that follow the polish);
+    step is too slow for it), once more with --no-merge (without the merges of repeating topics
+    that follow the polish), and at each truncation of --hdp-also-topics;
+  * a fit stopped by its own rule does not depend on the budget: it runs once a corpus and its
+    row is repeated under every budget;
   * gensim HdpModel (max_time = B, same truncation, chunksize and schedule) and tomotopy HDPModel
     (Gibbs, train(10) calls until B) in worker processes, when installed and not --no-peers.
 Every fit is a fresh process with --threads (1 by default: the comparison stays fair on a shared
@@ -224,8 +226,9 @@ def orchestrate(args):
         run(ts + ["fit", first["train"], "--model", "hdp", "--local", local, "-k", "10", "--max-docs", "200",
                   "--batch-size", "100", "--heldout", first["heldout"], "--threads", str(args.threads), "--quiet",
                   "--json", "--force", "-o", work / f"hdp-bench-warmup-{local}"], env, f"warm-up {local}", log)
-    entries = {}
+    entries, same_as = {}, {}          # same_as: an own-stop row's key -> its first budget's
     for name, corpus in corpora.items():
+        own_stop_runs = {}
         for budget in args.budgets:
             plan = [("lda", f"K={K}", ["-k", str(K)]) for K in args.lda_topics]
             plan += [("lda", f"K={K}{OWN_STOP}", ["-k", str(K)]) for K in args.lda_topics]
@@ -233,12 +236,22 @@ def orchestrate(args):
             plan += [("hdp", f"{v}{suffix}{OWN_STOP}", ["--model", "hdp", "--local", v, "-k", str(args.hdp_topics)]
                       + (["--no-merge"] if suffix else []))
                      for v in args.variants if v != "hdp" for suffix in ("", NO_MERGE)]
+            plan += [("hdp", f"{v}, K={K}{OWN_STOP}", ["--model", "hdp", "--local", v, "-k", str(K)])
+                     for K in args.hdp_also_topics for v in args.variants if v != "hdp"]
             for model, label, opts in plan:
+                key = f"{name}-{model}-{label}-{budget}"
+                if label in own_stop_runs:      # stopped by its own rule: the same fit at every budget
+                    first_key, first = own_stop_runs[label]
+                    runs.append(dict(first, budget=budget))
+                    same_as[key] = first_key
+                    continue
                 r = fit_topicscale(ts, corpus, f"{model}-{label}", opts, budget, args, env, work, log,
                                    own_stop=label.endswith(OWN_STOP))
                 r.update(corpus=name, budget=budget, model=model, label=label)
                 runs.append(r)
-                entries[f"{name}-{model}-{label}-{budget}"] = {"folder": r["folder"], "heldout": corpus["heldout"]}
+                entries[key] = {"folder": r["folder"], "heldout": corpus["heldout"]}
+                if label.endswith(OWN_STOP):
+                    own_stop_runs[label] = (key, r)
             for peer in peers:
                 tag = f"hdp-{peer}-{name}-{num(budget)}"
                 files = {k: str(work / f"{tag}-{k}.npy") for k in ("topics", "weights", "tokens")}
@@ -253,7 +266,8 @@ def orchestrate(args):
     scores = run_worker(__file__, "score", {"tag": "hdp-score", "entries": entries, "threads": args.threads},
                         work, env, log, what="scores")
     for r in runs:
-        r.update(scores[f"{r['corpus']}-{r['model']}-{r['label']}-{r['budget']}"])
+        key = f"{r['corpus']}-{r['model']}-{r['label']}-{r['budget']}"
+        r.update(scores[same_as.get(key, key)])
         r["docs_per_second"] = r["docs"] / r["train_seconds"] if r["train_seconds"] else None
     result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
               "command": " ".join([Path(sys.executable).name] + sys.argv), "machine": machine(),
@@ -416,11 +430,13 @@ def verdict(rows, s):
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
-                    help="test the machinery: nyt and sotu, 2 s budgets, LDA K = 25 and 150, every variant and peer")
+                    help="test the machinery: nyt and sotu, 2 s budgets, LDA K = 25 and 100, every variant and peer")
     ap.add_argument("--corpora", default="nyt,sotu,gcide,debian,pydocs")
     ap.add_argument("--budgets", default="10,30", help="seconds of training, comma-separated")
-    ap.add_argument("--lda-topics", default="25,50,100,150,200")
-    ap.add_argument("--hdp-topics", type=int, default=150, help="HDP corpus truncation K")
+    ap.add_argument("--lda-topics", default="25,50,100,200")
+    ap.add_argument("--hdp-topics", type=int, default=100, help="HDP corpus truncation K (fit's default)")
+    ap.add_argument("--hdp-also-topics", default="150",
+                    help="other truncations, comma-separated: own-stop rows of each direct variant")
     ap.add_argument("--variants", default="meanfield,cvb0,hdp", help="HDP local steps: meanfield, cvb0, hdp")
     ap.add_argument("--peers", default="gensim,tomotopy")
     ap.add_argument("--no-peers", action="store_true")
@@ -434,10 +450,11 @@ def parse_args(argv):
     args = ap.parse_args(argv)
     args.out = args.out or str(HERE / ("results-quick" if args.quick else "results"))
     if args.quick:
-        args.corpora, args.budgets, args.lda_topics = "nyt,sotu", "2", "25,150"
+        args.corpora, args.budgets, args.lda_topics = "nyt,sotu", "2", "25,100"
     args.corpora = [c for c in args.corpora.split(",") if c]
     args.budgets = [float(b) for b in args.budgets.split(",") if b]
     args.lda_topics = [int(k) for k in args.lda_topics.split(",") if k]
+    args.hdp_also_topics = [int(k) for k in args.hdp_also_topics.split(",") if k]
     args.variants = [v for v in args.variants.split(",") if v]
     args.peers = [] if args.no_peers else [p for p in args.peers.split(",") if p]
     return args

@@ -18,6 +18,7 @@ from topicscale.inference.local_steps.meanfield import MeanField
 from topicscale.kernels.tables import expected_tables
 from topicscale.models import load_model
 from topicscale.models.hdp import CVB0_ALPHA, DEFAULT_ALPHA, HDPModel, carrying
+from topicscale.models.lda import LDAModel
 from topicscale.stats import HDPStats
 from topicscale.train import RunLimits, train
 
@@ -166,3 +167,11 @@ def test_save_load_and_stop_and_resume_are_bit_identical(six_topics, tmp_path, m
 def test_a_given_alpha_overrides_the_document_steps_default():
     config = {"local": "cvb0", "alpha": 0.7, "n_topics": 5, "corpus_docs": 10}
     assert HDPModel.from_config(["a", "b"], config, np.random.default_rng(0)).alpha == 0.7
+
+
+def test_the_default_truncation_is_ldas_default_k():
+    """Without -k the HDP's corpus truncation is LDA's default K (benchmarks/results/hdp.md: at
+    150 it used nearly every topic and scored lower at equal training time)."""
+    vocab, rng = ["a", "b", "c"], np.random.default_rng(0)
+    hdp = HDPModel.from_config(vocab, {"local": "cvb0", "corpus_docs": 10}, rng)
+    assert hdp.n_topics == LDAModel.from_config(vocab, {}, rng).n_topics == 100

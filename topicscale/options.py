@@ -66,7 +66,7 @@ SCHEDULE = ("rho_t = (tau + t)^-kappa with t = 0 at the first minibatch (gensim'
             "t from 1)")
 PART_OPTIONS = (
     Option("n_topics", ("-k", "--topics", "n_topics"), click.IntRange(1),
-           "Number of topics K (HDP: the corpus truncation).", default_text="100, HDP 150"),
+           "Number of topics K (HDP: the corpus truncation).", default_text="100"),
     Option("alpha", ("--alpha",), POSITIVE_OR_AUTO,
            "Topic-proportion prior (HDP: document concentration). LDA: auto learns an asymmetric "
            "alpha (from 1/K, a Newton step each minibatch, batch: each epoch, on the documents' Dirichlets "

@@ -25,7 +25,7 @@ import numpy as np
 
 from .topics import LazyTopics, token_shares
 
-DEFAULT_TOPICS = 150       # corpus truncation K
+DEFAULT_TOPICS = 100       # corpus truncation K, LDA's default K
 DEFAULT_ALPHA = 1.0        # document concentration
 CVB0_ALPHA = 0.2           # ... under a CVB0 document step (default_alpha)
 DEFAULT_OMEGA = 1.0        # corpus concentration
@@ -196,7 +196,7 @@ class HDPModel(LazyTopics):
     @classmethod
     def from_config(cls, vocab, config, rng):
         """A new model from fit settings; unset ones take the HDP defaults: corpus truncation
-        K = 150 (n_topics), alpha by the document step (default_alpha), omega = 1, eta = 0.01.
+        K = 100 (n_topics), alpha by the document step (default_alpha), omega = 1, eta = 0.01.
         The corpus size D for the initial scale is config["corpus_docs"], else read from the
         corpus folder config["corpus"]. The paper's document step (local "hdp") starts from
         random topics, an LDA document step from near-uniform ones (`initial`)."""
