@@ -362,7 +362,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     if _truncation_binds(summary):
         lines.append(f"the HDP lists {summary['listed_topics']} of its {summary['topics']} topics: the "
                      "truncation (-k), not the corpus, bounds how many it uses; a larger -k lets it use "
-                     "more, in proportionally more time")
+                     "more, in proportionally more time (held-out scores tell whether they pay: "
+                     "`topicscale eval`)")
     if summary.get("heldout"):
         h = summary["heldout"]
         lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
