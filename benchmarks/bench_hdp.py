@@ -346,9 +346,11 @@ def plot_corpus(r, name, path):
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    rows = [x for x in r["runs"] if x["corpus"] == name]
+    first_budget = r["settings"]["budgets"][0]      # an own-stop row repeats under every budget
+    rows = [x for x in r["runs"] if x["corpus"] == name
+            and (x["budget"] == first_budget or not x["label"].endswith(OWN_STOP))]
     markers = {"meanfield": "^", "cvb0": "s", "hdp": "D", "gensim": "x", "tomotopy": "+"}
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharex=True)
+    fig, axes = plt.subplots(1, 2, figsize=(13.5, 4.4), sharex=True)
     for ax, key, title in ((axes[0], "own_per_word_ll", "own predictive"),
                            (axes[1], "foldin_per_word_ll", "common fold-in of the exported topics")):
         lda = sorted((x for x in rows if x["model"] == "lda" and x.get(key) is not None),
@@ -370,12 +372,17 @@ def plot_corpus(r, name, path):
                        color="tab:red" if x["model"] == "hdp" else "tab:gray",
                        facecolors=("tab:red" if own_stop else "none") if x["model"] == "hdp" else None,
                        label=variant_name(x["label"]) if x["model"] == "hdp" else f"{x['model']} HDP")
+            if ", K=" in x["label"]:                # a row at another truncation (--hdp-also-topics)
+                ax.annotate(x["label"].split(", ")[1], (x["train_seconds"], x[key]), fontsize=7,
+                            color="tab:red", xytext=(3, -9), textcoords="offset points")
         ax.set_xscale("log")
         ax.set_xlabel("training seconds (log scale)")
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("held-out per-word log likelihood")
-    axes[1].legend(fontsize=7, loc="lower right")
+    handles, labels = axes[1].get_legend_handles_labels()
+    by_label = dict(zip(labels, handles))           # one entry a kind of run, not one a budget
+    axes[1].legend(by_label.values(), by_label.keys(), fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.suptitle(f"{name}: HDP and LDA against training time")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
