@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import store
+from .topics import DEFAULT_TOPICS
 
 
 class CTMPrior(NamedTuple):
@@ -83,7 +84,7 @@ class CTMModel:
             from ..errors import TopicscaleError
             raise TopicscaleError("--alpha does not apply to --model ctm (its logistic-normal prior "
                                   "mu_0, Sigma_0 is fitted)")
-        K = config.get("n_topics") or 100
+        K = config.get("n_topics") or DEFAULT_TOPICS
         eta = config.get("eta")
         return cls.initial(vocab, K, 0.01 if eta is None else eta, rng)
 

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .topics import LazyTopics, token_shares
+from .topics import DEFAULT_TOPICS, LazyTopics, token_shares
 
-DEFAULT_TOPICS = 100       # corpus truncation K, LDA's default K
 DEFAULT_ALPHA = 1.0        # document concentration
 CVB0_ALPHA = 0.2           # ... under a CVB0 document step (default_alpha)
 DEFAULT_OMEGA = 1.0        # corpus concentration

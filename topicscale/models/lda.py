@@ -3,7 +3,7 @@ and the document prior alpha. lambda is held lazily (models/topics.py, LazyTopic
 """
 import numpy as np
 
-from .topics import LazyTopics
+from .topics import DEFAULT_TOPICS, LazyTopics
 
 
 class LDAModel(LazyTopics):
@@ -40,7 +40,7 @@ class LDAModel(LazyTopics):
         (default 0.01); a learned ("auto") prior starts from its default. With start =
         "assignment" lambda is a read-only placeholder (eta everywhere, no memory) until the run
         assigns its training documents' tokens (runs._run, inference/start.py)."""
-        K = config.get("n_topics") or 100
+        K = config.get("n_topics") or DEFAULT_TOPICS
         alpha, eta = config.get("alpha"), config.get("eta")
         alpha = 1.0 / K if alpha in (None, "auto") else alpha
         eta = 0.01 if eta in (None, "auto") else eta
