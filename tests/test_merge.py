@@ -257,8 +257,9 @@ def test_merge_leaves_distinct_topics_alone(duplicated):
 # ---------------------------------------------------------------- the command line
 def test_fit_merges_an_hdp_by_default_towards_the_planted_topics(planted, tmp_path):
     """Ten planted topics, truncation 30: the passes leave every topic in use, most repeating
-    another; so every repeat merges, leaving far fewer topics, none repeating, each planted topic
-    still found, and the held-aside documents scored a little lower at most."""
+    another; so every repeat merges, leaving far fewer topics, none repeating (after the polish, whose
+    sweeps make a few repeat again, merges again), each planted topic still found, and the held-aside
+    documents scored a little lower at most."""
     beta, train, _ = planted
     summaries, models = [], []
     for name, extra in (("merged", []), ("unmerged", ["--no-merge"])):
@@ -269,7 +270,9 @@ def test_fit_merges_an_hdp_by_default_towards_the_planted_topics(planted, tmp_pa
         models.append(load_model(tmp_path / name))
     merge = summaries[0]["merge"]
     assert merge["merged"] >= 5 and merge["every_repeat"] and merge["scores"][1] >= merge["scores"][0] - 0.01
-    assert models[0].settings["merge"] is True and models[0].settings["merged"] == merge["merged"]
+    again = summaries[0]["merge_after_polish"]         # the sweeps split a topic or two: those merge too
+    assert again["merged"] >= 1
+    assert models[0].settings["merge"] is True and models[0].settings["merged"] == merge["merged"] + again["merged"]
     assert "merge" not in summaries[1] and models[1].settings["merge"] is False
     merged, unmerged = (m.describe() for m in models)
     assert merged["effective_topics_99_tokens"] <= unmerged["effective_topics_99_tokens"] - 5
@@ -277,6 +280,24 @@ def test_fit_merges_an_hdp_by_default_towards_the_planted_topics(planted, tmp_pa
     found = models[0].expected_beta()[:, models[0].display_order(False)].T
     cosine = (beta @ found.T) / np.outer(np.linalg.norm(beta, axis=1), np.linalg.norm(found, axis=1))
     assert cosine.max(axis=1).min() > 0.9
+
+
+def test_fit_merges_before_the_polish_whose_sweeps_start_from_the_merged_topics(planted, tmp_path):
+    """The sweeps sharpen the merged topics: the polish's first score is that of the model the
+    merges left (the same fit with --polish 0), and the polished model lists no more topics."""
+    from topicscale import convergence
+    _, train, _ = planted
+    summaries = []
+    for name, extra in (("polished", []), ("merged", ["--polish", "0"])):
+        r = CliRunner().invoke(cli, ["fit", str(train.path), "--model", "hdp", "-k", "30", "-o", str(tmp_path / name),
+                                     "--seed", "1", "--threads", "1", "--json", "-q", *extra])
+        assert r.exit_code == 0, r.output
+        summaries.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    assert summaries[0]["merge"]["merged"] == summaries[1]["merge"]["merged"] >= 5
+    scorer = convergence.PassScorer(train, None, 1, kind="hdp", aside=convergence.aside_rows(train, 1))
+    merged, polished = load_model(tmp_path / "merged"), load_model(tmp_path / "polished")
+    assert summaries[0]["polish"]["scores"][0] == scorer.sweeps_score(merged)
+    assert len(polished.display_order(False)) <= len(merged.display_order(False))
 
 
 def test_with_heldout_the_merges_are_scored_on_the_heldout_corpus_from_the_passes_score(planted, tmp_path):

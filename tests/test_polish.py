@@ -179,14 +179,14 @@ def test_the_hdp_is_polished_under_its_stick_prior(planted):
 
 
 def test_an_hdp_fit_polishes_by_default_checked_by_the_common_fold_in_of_its_exported_topics(planted, tmp_path):
-    """--polish auto keeps the HDP's sweeps by the score its passes are scored by, the one another
-    tool gives its exported topics, not by its own predictive."""
+    """--polish auto keeps a mean-field HDP's sweeps by the score its passes are scored by, the one
+    another tool gives its exported topics, not by its own predictive."""
     import json
     from topicscale import convergence
     from topicscale.evaluate import evaluate_exported, evaluate_model
     _, corpus = planted
-    out = json.loads(run("fit", corpus.path, "--model", "hdp", "-k", "16", "--batch-size", "300", "--no-merge",
-                         "--json", "-q", "-o", tmp_path / "m").stdout)
+    out = json.loads(run("fit", corpus.path, "--model", "hdp", "--local", "meanfield", "-k", "16", "--batch-size",
+                         "300", "--no-merge", "--json", "-q", "-o", tmp_path / "m").stdout)
     p = out["polish"]
     assert p["scored_on"] == "1000 training documents (the common fold-in of the exported topics)"
     assert len(p["scores"]) >= 2 and p["scores"][0] == out["pass_scores"][-1]
@@ -195,6 +195,45 @@ def test_an_hdp_fit_polishes_by_default_checked_by_the_common_fold_in_of_its_exp
     assert evaluate_exported(saved, sample)["per_word_ll"] == max(p["scores"])
     assert evaluate_model(saved, sample)["per_word_ll"] != max(p["scores"])     # not the own predictive
     assert saved.settings["polished"] == f"kept {p['kept']} of {p['sweeps']} sweeps"
+
+
+def test_a_cvb0_hdp_fit_polishes_by_default_checked_by_the_cvb0_fold_in_under_its_stick_prior(planted, tmp_path):
+    """Trained with the CVB0 document step, the HDP's sweeps are scored as LDA's are: CVB0
+    document completion under its prior alpha0 E[sigma_k], its own predictive (not the common
+    fold-in of its exported topics, which scores blurred topics higher on short documents)."""
+    import json
+    from topicscale import convergence
+    from topicscale.evaluate import evaluate_exported
+    _, corpus = planted
+    out = json.loads(run("fit", corpus.path, "--model", "hdp", "--local", "cvb0", "-k", "16", "--batch-size",
+                         "300", "--no-merge", "--json", "-q", "-o", tmp_path / "m").stdout)
+    p = out["polish"]
+    assert p["scored_on"] == "1000 training documents (CVB0 fold-in, 20 passes a document)"
+    scorer = convergence.PassScorer(corpus, None, 0, kind="hdp")
+    saved = load_model(tmp_path / "m")
+    assert scorer.sweeps_score(saved) == max(p["scores"]) != p["scores"][0]
+    assert p["scores"][0] != out["pass_scores"][-1]
+    sample = convergence.training_sample(corpus, 0)
+    assert evaluate_exported(saved, sample)["per_word_ll"] != max(p["scores"])
+
+
+def test_the_sweeps_leave_the_topics_a_merge_emptied_empty(planted):
+    """Topics at their prior (lambda = eta, weight FLOOR: what a merge leaves) get no
+    responsibility, at the start or in the sweeps, so they hold no tokens after them; the others
+    share every token."""
+    from topicscale.merge import FLOOR
+    from topicscale.models.hdp import HDPModel, sticks_for_weights
+    _, corpus = planted
+    hdp = HDPModel.initial(corpus.vocab, 10, 1.0, 1.0, 0.01, np.random.default_rng(3), topics="near-uniform")
+    lam = np.array(hdp.lam)
+    lam[:, 7:] = 0.01
+    hdp.lam = lam
+    weights = np.r_[np.full(7, (1 - 3 * FLOOR) / 7), np.full(3, FLOOR)]
+    hdp.a, hdp.b = sticks_for_weights(weights, hdp.a, hdp.b)
+    assert list(polish_module.emptied(hdp)) == [False] * 7 + [True] * 3
+    polish_module.Polish(corpus, 5, corpus.path)(hdp)
+    assert np.all(hdp.lam[:, 7:] == 0.01)
+    assert hdp.lam[:, :7].sum() - 7 * 0.01 * hdp.n_words == pytest.approx(corpus.n_tokens, rel=1e-5)
 
 
 def test_the_estimator_polishes_as_fit_does_and_partial_fit_refuses_it(planted, tmp_path):

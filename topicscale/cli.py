@@ -353,10 +353,12 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
                      "assignment (--start auto)")
     if summary.get("scored_on"):
         lines.append(_convergence_line(summary))
-    if summary.get("polish"):
-        lines.append(_polish_line(summary["polish"]))
     if summary.get("merge"):
         lines.extend(_merge_line(summary["merge"]))
+    if summary.get("polish"):
+        lines.append(_polish_line(summary["polish"]))
+    if summary.get("merge_after_polish"):
+        lines.extend(_merge_line(summary["merge_after_polish"], " that the sweeps left"))
     if summary.get("repeated_topics"):
         lines.append(_repeats_line(summary))
     if _truncation_binds(summary):
@@ -400,19 +402,20 @@ def _polish_line(p):
             f"the passes' {scores[0]:.4f}{repeating}")
 
 
-def _merge_line(m):
-    """What --merge did, as one line (none when no topics repeated one another)."""
+def _merge_line(m, which=""):
+    """What --merge did, as one line (none when no topics repeated one another); `which` says
+    which topics repeated."""
     if m.get("skipped"):
         return [f"no merges of repeating topics: {m['skipped']}"]
     if "scores" not in m:
         return []
     what = f"{m['scores'][1]:.4f} on {m['scored_on']} against {m['scores'][0]:.4f}"
     if m.get("undone"):
-        return [f"merging {m['undone']} repeating topics scored {what}: kept the topics as they were"]
+        return [f"merging {m['undone']} repeating topics{which} scored {what}: kept the topics as they were"]
     if not m["merged"]:
-        return [f"no repeating topics merged: each merge scored lower on {m['scored_on']}"]
+        return [f"no repeating topics{which} merged: each merge scored lower on {m['scored_on']}"]
     every = " (a tenth of the topics or more repeated another: every repeat merged)" if m.get("every_repeat") else ""
-    return [f"then merged {m['merged']} topics into topics they repeated{every} in {m['seconds']:.2f} s "
+    return [f"then merged {m['merged']} topics{which} into topics they repeated{every} in {m['seconds']:.2f} s "
             "(counted above): " + what]
 
 

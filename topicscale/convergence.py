@@ -81,6 +81,7 @@ class PassScorer:
             self.scored_on = f"{self.documents.n_docs} training documents"
             self.few = RowSample(corpus, self.documents.rows[:WARM_DOCS])
         self.by_exported = kind in BY_EXPORTED_TOPICS
+        self.documents_in_words = self.scored_on
         if self.by_exported:
             self.scored_on += " (the common fold-in of the exported topics)"
         self.heldout = heldout
@@ -97,14 +98,21 @@ class PassScorer:
         return evaluate(model, documents, executor=self.executor)
 
     def sweeps_score(self, model):
-        """`--polish auto`'s score of LDA topics before and after the sweeps: CVB0 document
+        """`--polish auto`'s score of the topics before and after the sweeps: CVB0 document
         completion of the same documents, SWEEPS_BURN_IN passes a document, under the model's
-        prior. The mean-field fold-in with alpha = 1/K puts a short document on one or two topics
-        and so scores the sweeps' sharp topics below the passes' blurred ones where a collapsed
-        Gibbs fold-in (the posterior predictive it approximates) scores them alike or higher; the
-        CVB0 fold-in does not. An HDP's sweeps are scored as its passes are (its exported topics lose
-        with the sweeps by the Gibbs fold-in too)."""
-        return self(model) if self.by_exported else self._cvb0_completion(model, self.documents)
+        prior (an HDP's alpha0 E[sigma_k], so for an HDP trained with the CVB0 document step its
+        own predictive). The mean-field fold-in with alpha = 1/K puts a short document on one or two
+        topics and so scores the sweeps' sharp topics below the passes' blurred ones where a
+        collapsed Gibbs fold-in (the posterior predictive it approximates) scores them alike or
+        higher; the CVB0 fold-in does not. An HDP trained with another document step (mean-field,
+        on long documents) is scored as its passes are: by the CVB0 fold-in it keeps sweeps that
+        lose by its own predictive and both common fold-ins."""
+        if self._sweeps_by_exported(model):
+            return self(model)
+        return self._cvb0_completion(model, self.documents)
+
+    def _sweeps_by_exported(self, model):
+        return self.by_exported and model.settings.get("local") != "cvb0"
 
     def _cvb0_completion(self, model, documents):
         from .evaluate import document_completion
@@ -113,12 +121,11 @@ class PassScorer:
         return document_completion(documents, topics, topics, model.local_prior(),
                                    local=CVB0(burn_in=SWEEPS_BURN_IN), executor=self.executor)["per_word_ll"]
 
-    @property
-    def sweeps_scored_on(self):
+    def sweeps_scored_on(self, model):
         """What sweeps_score scores, in words."""
-        if self.by_exported:
+        if self._sweeps_by_exported(model):
             return self.scored_on
-        return f"{self.scored_on} (CVB0 fold-in, {SWEEPS_BURN_IN} passes a document)"
+        return f"{self.documents_in_words} (CVB0 fold-in, {SWEEPS_BURN_IN} passes a document)"
 
     def heldout_result(self, model):
         """evaluate_model(model, heldout)'s result when the last score was that, for this model
@@ -136,9 +143,10 @@ class PassScorer:
         """Load the kernels of the scores a run takes, the passes' (`passes`, also the merges')
         and sweeps_score's (`sweeps`), by scoring a few documents (one might be too short to
         split); reads the model only."""
-        if passes or (sweeps and self.by_exported):
+        by_exported = self._sweeps_by_exported(model)
+        if passes or (sweeps and by_exported):
             self._evaluate(model, self.few)
-        if sweeps and not self.by_exported:
+        if sweeps and not by_exported:
             self._cvb0_completion(model, self.few)
 
 

@@ -100,9 +100,26 @@ def auto_fits(need):
 def document_prior(model):
     """The Dirichlet prior of each document's topic proportions that the sweeps use: LDA's alpha;
     for the HDP alpha0 E[sigma_k(V)], its direct-assignment view's (inference/global_steps/hdp.py),
-    with the corpus sticks held where the passes left them."""
+    with the corpus sticks held where the passes left them; zero for emptied topics."""
     prior = model.local_prior()
-    return np.ascontiguousarray(getattr(prior, "dirichlet", prior), dtype=np.float64)
+    alpha = np.array(getattr(prior, "dirichlet", prior), dtype=np.float64)
+    alpha[emptied(model)] = 0.0
+    return alpha
+
+
+def emptied(model):
+    """The topics at their prior, lambda = eta (K booleans): those the merges emptied (merge.py).
+    The sweeps give them no responsibility (zero in starting_topics and document_prior), so they
+    keep none: an emptied topic is uniform over the words and would take those the kept topics
+    give less than 1 / V, and, once it holds any, grow into a topic of a few rare words."""
+    return (np.asarray(model.lam) == model.eta).all(axis=0)
+
+
+def starting_topics(model):
+    """E[beta] (V x K, float32) that the first responsibilities come from; emptied topics zero."""
+    topics = np.ascontiguousarray(model.expected_beta(), dtype=np.float32)
+    topics[:, emptied(model)] = 0.0
+    return topics
 
 
 def outcome(result):
@@ -257,7 +274,7 @@ class Polish:
         kept = list(self._blocks()) if resident else None
         blocks = (lambda: kept) if resident else self._blocks
         try:
-            topics = np.ascontiguousarray(model.expected_beta(), dtype=np.float32)
+            topics = starting_topics(model)
             n_wk = np.zeros((V, K))
             for start, block in blocks():
                 part = resp[start:start + block.indices.shape[0]]

@@ -297,7 +297,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         if aside is not None:
             summary["held_aside"] = int(aside.shape[0])
         if "kept" in summary.get("polish", {}):
-            summary["polish"]["scored_on"] = score_pass.sweeps_scored_on
+            summary["polish"]["scored_on"] = score_pass.sweeps_scored_on(model)
         if not finished:                        # stopped by a signal: partial model + checkpoint
             checkpoint(state)
             model.settings["partial"] = True
@@ -323,7 +323,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         if summary.get("polish"):
             model.settings["polished"] = polish_outcome(summary["polish"])
         if summary.get("merge"):
-            model.settings["merged"] = summary["merge"]["merged"]
+            again = summary.get("merge_after_polish", {})
+            model.settings["merged"] = summary["merge"]["merged"] + again.get("merged", 0)
         model.save(output)
         _finish_metrics(output, append=bool(config["init_model"])
                         and Path(config["init_model"]).resolve() == output.resolve())

@@ -72,10 +72,12 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     at each minibatch boundary (signals). executor: where minibatches are read and their local
     steps run (default: this process, in chunks of limits.chunk_docs documents; a
     distributed.Executor also warms its workers' kernels before the clock starts). polish: a
-    polish.Polish run on the model once the passes are done, within what is left of time_limit,
-    counted as training (`--polish auto` scores with score_pass); interrupted by a signal, it is
-    redone whole on --resume. merge: a merge.Merge run after the polish (counted as training; a
-    signal ends it early, keeping the merges made).
+    merge.Merge run once the passes are done, and again after sweeps that were kept (counted as
+    training; a signal ends it early, keeping the merges made). polish: a polish.Polish run after
+    the merges, within what is left of time_limit, counted as training (`--polish auto` scores
+    with score_pass); interrupted by a signal, it is redone whole on --resume. The sweeps sharpen
+    what the merges leave (merged after them, a topic that absorbed its repeats stays blurred),
+    and the second merges join what the sweeps made repeat (a topic split in two).
     Returns (summary dict, finished: bool).
     """
     state = state or RunState()
@@ -167,6 +169,16 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                 checkpoint(state)
                 last_checkpoint = time.monotonic()
         seconds_left = lambda: limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
+
+        def merge_repeats():
+            left = seconds_left()
+            result = merge(model, left, stop_requested) if left > 0 else {"merged": 0, "seconds": 0.0}
+            state.train_seconds += result["seconds"]
+            if result["merged"]:
+                score_pass.forget()
+            return result
+
+        merged = merge_repeats() if finished and merge else None
         polished = None
         if finished and polish:
             left = seconds_left()
@@ -179,14 +191,10 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                 state.train_seconds += polished["seconds"]
                 if score_pass is not None:
                     score_pass.forget()
-        merged = None
-        if finished and merge:
-            left = seconds_left()
-            merged = merge(model, left, stop_requested) if left > 0 else {"merged": 0, "seconds": 0.0}
-            state.train_seconds += merged["seconds"]
-            if merged["merged"]:
-                score_pass.forget()
-        changed = polished or (merged and merged["merged"])
+        merged_again = None
+        if finished and merge and polished and polished.get("kept", polished["sweeps"]):
+            merged_again = merge_repeats()
+        changed = polished or (merged and merged["merged"]) or (merged_again and merged_again["merged"])
         if finished and evaluate and (changed or state.last_eval is None or limits.eval_every == 0
                                       or state.batches % limits.eval_every):
             run_eval()
@@ -204,4 +212,6 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
         summary["polish"] = polished
     if merged:
         summary["merge"] = merged
+    if merged_again:
+        summary["merge_after_polish"] = merged_again
     return summary, finished
