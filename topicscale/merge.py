@@ -1,4 +1,5 @@
-"""`fit --merge` (HDP): after the passes and before the polish, merge topics that repeat each other
+"""`fit --merge` (HDP): after the passes and before the polish (and again after sweeps that were
+kept, which can split a topic into two that repeat each other), merge topics that repeat each other
 where the documents the passes were scored on score the merged topic no lower, or all of them
 when a tenth of the topics or more repeat another.
 

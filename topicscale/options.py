@@ -123,7 +123,7 @@ PART_OPTIONS = (
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
            "--time-limit or --init), else 0"),
     Option("merge", ("--merge/--no-merge",), None,
-           "After the passes, before the polish, merge topics that repeat each other (share more than half "
+           "After the passes, before the polish (and again after its sweeps, if kept), merge topics that repeat each other (share more than half "
            "of their top 10 words) where the documents the passes were scored on (held aside, or "
            "--heldout's) that use them score the merged topic no lower, or every such pair when a tenth "
            "of the listed topics or more repeat another: fewer topics carry the weight, fewer are "

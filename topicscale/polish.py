@@ -1,5 +1,6 @@
 """`fit --polish N`: N over-relaxed batch CVB0 sweeps over the whole corpus after the streamed
-passes (kernels/polish.py), started from the topics those passes reached.
+passes (kernels/polish.py), started from the topics those passes reached (an HDP's after its
+merges, merge.py).
 
 The stochastic steps average noisy minibatch statistics and leave topics blurred (many share
 their frequent words); sweeps over every entry with its own responsibilities sharpen them, which
@@ -12,10 +13,10 @@ responsibilities in memory).
 
 `--polish auto` (the default when fit trains until the model stops improving) scores the topics
 before the sweeps and every CHECK_SWEEPS sweeps on the documents that decided when the passes
-stopped (convergence.PassScorer.sweeps_score: LDA's by a CVB0 fold-in, because the mean-field
-one scores the sweeps' sharp topics below the passes' blurred ones on short documents where a
-collapsed Gibbs fold-in scores them alike or higher; an HDP's by the common fold-in of its
-exported topics, as its passes), stops when the checks gain under MIN_GAIN
+stopped (convergence.PassScorer.sweeps_score: by a CVB0 fold-in under the model's prior, because
+the mean-field one scores the sweeps' sharp topics below the passes' blurred ones on short
+documents where a collapsed Gibbs fold-in scores them alike or higher; a mean-field HDP's by the
+common fold-in of its exported topics, as its passes), stops when the checks gain under MIN_GAIN
 nats a word a sweep (Checks), and keeps the best topics it scored, the passes' own when no check
 beat them (as on documents of a dozen words, where the sweeps fit the training documents at the
 held-out words' expense); the sweeps are skipped when their numbers would take more than
@@ -28,7 +29,7 @@ two apart, and the reader sees the repeats. An LDA whose passes leave a tenth of
 more repeating (coherence.MANY_REPEATS; with too many topics for the corpus, most stay blurred
 copies of its frequent words) keeps the sweeps' best topics whatever the passes scored: those
 copies predict held-out words as a smaller K would, but the user asked for K distinct topics.
-An HDP's repeats are left to the merges (merge.py).
+An HDP's repeats are left to the merges, before the sweeps and after those kept.
 
 From the assignment start (`relied_on`: the run trains by the sweeps) the sweeps open with
 FLAT_SWEEPS sweeps at FLAT_ALPHA x alpha before the N (or auto's, at least RELIED_MIN_SWEEPS:
