@@ -71,7 +71,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     every `checkpoint_every` minibatches or `checkpoint_seconds`; stop_requested() -> bool is polled
     at each minibatch boundary (signals). executor: where minibatches are read and their local
     steps run (default: this process, in chunks of limits.chunk_docs documents; a
-    distributed.Executor also warms its workers' kernels before the clock starts). polish: a
+    distributed.Executor also warms its workers' kernels before the clock starts). merge: a
     merge.Merge run once the passes are done, and again after sweeps that were kept (counted as
     training; a signal ends it early, keeping the merges made). polish: a polish.Polish run after
     the merges, within what is left of time_limit, counted as training (`--polish auto` scores
