@@ -18,7 +18,7 @@ clock starts after every kernel is loaded):
     on short documents, as for LDA), `hdp` (the SVI paper's two-level step, T = 15);
   * the direct variants again with their own stopping rule, as the LDA rows above (the two-level
     step is too slow for it), once more with --no-merge (without the merges of repeating topics
-    that follow the polish), and at each truncation of --hdp-also-topics;
+    before and after the polish), and at each truncation of --hdp-also-topics;
   * a fit stopped by its own rule does not depend on the budget: it runs once a corpus and its
     row is repeated under every budget;
   * gensim HdpModel (max_time = B, same truncation, chunksize and schedule) and tomotopy HDPModel
