@@ -297,6 +297,9 @@ def test_fit_merges_before_the_polish_whose_sweeps_start_from_the_merged_topics(
     scorer = convergence.PassScorer(train, None, 1, kind="hdp", aside=convergence.aside_rows(train, 1))
     merged, polished = load_model(tmp_path / "merged"), load_model(tmp_path / "polished")
     assert summaries[0]["polish"]["scores"][0] == scorer.sweeps_score(merged)
+    r = CliRunner().invoke(cli, ["fit", str(train.path), "--model", "hdp", "-k", "30", "-o", str(tmp_path / "polished"),
+                                 "--seed", "1", "--threads", "1", "--force"])
+    assert f"against the merged passes' {summaries[0]['polish']['scores'][0]:.4f}" in r.output
     assert len(polished.display_order(False)) <= len(merged.display_order(False))
 
 

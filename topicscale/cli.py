@@ -356,7 +356,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     if summary.get("merge"):
         lines.extend(_merge_line(summary["merge"]))
     if summary.get("polish"):
-        lines.append(_polish_line(summary["polish"]))
+        merged = summary.get("merge", {}).get("merged")
+        lines.append(_polish_line(summary["polish"], "the merged passes'" if merged else "the passes'"))
     if summary.get("merge_after_polish"):
         lines.extend(_merge_line(summary["merge_after_polish"], " that the sweeps left"))
     if summary.get("repeated_topics"):
@@ -377,7 +378,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
         ctx.exit(128 + signum)
 
 
-def _polish_line(p):
+def _polish_line(p, before="the passes'"):
+    """What the polish did, as one line; `before`: whose topics the sweeps started from."""
     if p.get("skipped"):
         return f"no polish sweeps: {p['skipped']}"
     flat = f"{p['flat_sweeps']} sweeps at a flatter prior and " if p.get("flat_sweeps") else ""
@@ -386,7 +388,7 @@ def _polish_line(p):
         return line
     scores = p["scores"]
     if len(scores) == 1:
-        return f"{line}, too few to score: kept the passes' topics"
+        return f"{line}, too few to score: kept {before} topics"
     repeating = ""
     if p.get("passes_from_assignment"):
         repeating = " (the assignment start's, where the sweeps start from: not kept)"
@@ -396,10 +398,10 @@ def _polish_line(p):
         repeating = (f" ({p['passes_repeating']} of whose topics repeat another: they had to score "
                      f"{p['repeat_margin']} higher)")
     if not p["kept"]:
-        return (f"{line}; at best they scored {max(scores[1:]):.4f} on {p['scored_on']} against the passes' "
-                f"{scores[0]:.4f}{repeating}: kept the passes' topics")
+        return (f"{line}; at best they scored {max(scores[1:]):.4f} on {p['scored_on']} against {before} "
+                f"{scores[0]:.4f}{repeating}: kept {before} topics")
     return (f"{line}; kept the topics after {p['kept']}: {max(scores[1:]):.4f} on {p['scored_on']} against "
-            f"the passes' {scores[0]:.4f}{repeating}")
+            f"{before} {scores[0]:.4f}{repeating}")
 
 
 def _merge_line(m, which=""):
