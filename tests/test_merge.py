@@ -340,3 +340,22 @@ def test_the_estimator_merges_as_fit_does_and_partial_fit_refuses_it(planted, tm
     assert np.array_equal(est.model_.expected_beta(), cli_model.expected_beta())
     with pytest.raises(ValueError, match="not with partial_fit"):
         HDP(n_components=8, merge=True).partial_fit(np.ones((4, 500)))
+
+
+def test_an_hdp_run_stopped_while_polishing_after_its_merges_resumes_to_the_same_model(planted, tmp_path,
+                                                                                      monkeypatch):
+    """Stopped during the sweeps, the run writes the merged model (checkpoint and partial model);
+    --resume keeps those merges (its model counts them), redoes the polish and the second merges,
+    and ends with the uninterrupted run's model, bit for bit."""
+    from clirun import run_stopped
+    from topicscale.polish import CHECK_SWEEPS
+    _, train, _ = planted
+    args = ["fit", train.path, "--model", "hdp", "-k", "30", "--seed", "1", "--threads", "1"]
+    _, whole_polls = run_stopped(monkeypatch, 10 ** 9, *args, "-o", tmp_path / "whole")
+    _, before_polish = run_stopped(monkeypatch, 10 ** 9, *args, "--polish", "0", "-o", tmp_path / "merged")
+    assert whole_polls > before_polish + CHECK_SWEEPS + 1
+    r, _ = run_stopped(monkeypatch, before_polish + CHECK_SWEEPS + 1, *args, "-o", tmp_path / "cut")
+    assert r.exit_code == 0 and "partial model" in r.output
+    assert np.array_equal(load_model(tmp_path / "cut").lam, load_model(tmp_path / "merged").lam)
+    assert "resuming" in CliRunner().invoke(cli, ["fit", "--resume", str(tmp_path / "cut")]).output
+    assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()

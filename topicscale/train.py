@@ -40,6 +40,8 @@ class RunState:
     last_eval: dict = field(default=None)
     pass_scores: list = field(default_factory=list)     # score after each pass (limits.min_gain)
     stopped: str = ""            # why training ended: passes, max_docs, time_limit, converged
+    merged: dict = field(default=None)   # the merges after the passes (a run resumed in the polish
+                                         # has them in its model and does not merge again)
 
     def as_dict(self):
         return asdict(self)
@@ -75,7 +77,8 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     merge.Merge run once the passes are done, and again after sweeps that were kept (counted as
     training; a signal ends it early, keeping the merges made). polish: a polish.Polish run after
     the merges, within what is left of time_limit, counted as training (`--polish auto` scores
-    with score_pass); interrupted by a signal, it is redone whole on --resume. The sweeps sharpen
+    with score_pass); interrupted by a signal, it is redone whole on --resume (the merges before it
+    are kept in the state, not redone). The sweeps sharpen
     what the merges leave (merged after them, a topic that absorbed its repeats stays blurred),
     and the second merges join what the sweeps made repeat (a topic split in two).
     Returns (summary dict, finished: bool).
@@ -178,7 +181,9 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                 score_pass.forget()
             return result
 
-        merged = merge_repeats() if finished and merge else None
+        if finished and merge and state.merged is None:
+            state.merged = merge_repeats()
+        merged = state.merged if finished and merge else None
         polished = None
         if finished and polish:
             left = seconds_left()
