@@ -112,7 +112,8 @@ class PassScorer:
         return self._cvb0_completion(model, self.documents)
 
     def _sweeps_by_exported(self, model):
-        return self.by_exported and model.settings.get("local") != "cvb0"
+        from .registry import local_step_for
+        return self.by_exported and local_step_for(model).name != "cvb0"
 
     def _cvb0_completion(self, model, documents):
         from .evaluate import document_completion

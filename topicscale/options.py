@@ -118,18 +118,16 @@ PART_OPTIONS = (
            "under the model's prior; an HDP trained with the mean-field document step: as its passes), "
            "keeping the best-scoring topics (the passes' own when none beats them, but not an LDA's when "
            "a tenth of them or more repeat another); stops when two checks in a row gain under 0.002 nats "
-           "a word a sweep over the best (at most "
-           "100; from assignment, at least 20); none when its numbers would exceed 4 GiB or half the "
-           "memory available (except after the assignment start, given or started over from).",
+           "a word a sweep over the best (at most 100; from assignment, at least 20); none when its "
+           "numbers would exceed 4 GiB or half the memory available (except after the assignment start, given or started over from).",
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
            "--time-limit or --init), else 0"),
     Option("merge", ("--merge/--no-merge",), None,
            "After the passes, before the polish (and again after its sweeps, if kept), merge topics that "
            "repeat each other (share more than half of their top 10 words) where the documents the passes "
            "were scored on (held aside, or --heldout's) that use them score the merged topic no lower, or "
-           "every such pair when a tenth "
-           "of the listed topics or more repeat another: fewer topics carry the weight, fewer are "
-           "listed twice.",
+           "every such pair when a tenth of the listed topics or more repeat another: fewer topics carry "
+           "the weight, fewer are listed twice.",
            default_text="on when fit trains until the model stops improving (and no --init), else off"),
 )
 RUN_OPTIONS = (

@@ -98,13 +98,13 @@ def auto_fits(need):
     return need <= RESIDENT_BYTES and within_half_of_memory(need)
 
 
-def document_prior(model):
+def document_prior(model, empty):
     """The Dirichlet prior of each document's topic proportions that the sweeps use: LDA's alpha;
     for the HDP alpha0 E[sigma_k(V)], its direct-assignment view's (inference/global_steps/hdp.py),
-    with the corpus sticks held where the passes left them; zero for emptied topics."""
+    with the corpus sticks held where the passes left them; zero for the `empty` topics (emptied)."""
     prior = model.local_prior()
     alpha = np.array(getattr(prior, "dirichlet", prior), dtype=np.float64)
-    alpha[emptied(model)] = 0.0
+    alpha[empty] = 0.0
     return alpha
 
 
@@ -116,10 +116,10 @@ def emptied(model):
     return (np.asarray(model.lam) == model.eta).all(axis=0)
 
 
-def starting_topics(model):
-    """E[beta] (V x K, float32) that the first responsibilities come from; emptied topics zero."""
+def starting_topics(model, empty):
+    """E[beta] (V x K, float32) that the first responsibilities come from; the `empty` topics zero."""
     topics = np.ascontiguousarray(model.expected_beta(), dtype=np.float32)
-    topics[:, emptied(model)] = 0.0
+    topics[:, empty] = 0.0
     return topics
 
 
@@ -214,7 +214,7 @@ class Polish:
         from .kernels import polish as kernel
         K = model.n_topics
         indptr, indices, counts = np.array([0, 1]), np.zeros(1, np.int32), np.ones(1)
-        alpha = document_prior(model)
+        alpha = np.full(K, 1.0 / K)                 # the kernels compile for the types only
         resp = np.empty((1, K), np.float32)
         topics = np.ones((1, K), np.float32)
         kernel.document_responsibilities(indptr, indices, counts, topics, alpha, 1, resp)
@@ -266,7 +266,8 @@ class Polish:
         from .kernels import polish as kernel
         t0 = time.perf_counter()
         K, V = model.n_topics, model.n_words
-        alpha = document_prior(model)
+        empty = emptied(model)
+        alpha = document_prior(model, empty)
         eta = float(model.eta)
         spill = self.folder / SPILL_FILE
         resident = fits_in_memory(responsibilities_bytes(self.corpus, K))
@@ -275,7 +276,7 @@ class Polish:
         kept = list(self._blocks()) if resident else None
         blocks = (lambda: kept) if resident else self._blocks
         try:
-            topics = starting_topics(model)
+            topics = starting_topics(model, empty)
             n_wk = np.zeros((V, K))
             for start, block in blocks():
                 part = resp[start:start + block.indices.shape[0]]
