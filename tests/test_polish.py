@@ -26,6 +26,16 @@ def test_document_responsibilities_match_the_numpy_twin():
     assert np.allclose(got.sum(axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.parametrize("K", [1, 7, 8, 13, 50])
+def test_sum_in_eight_adds_each_value_to_its_k_mod_8_sum_in_float32(K):
+    x = np.random.default_rng(K).random(K).astype(np.float32)
+    s = [np.float32(0.0)] * 8
+    for k, value in enumerate(x):
+        s[k % 8] = np.float32(s[k % 8] + value)
+    want = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+    assert kernel.sum_in_eight(x) == want
+
+
 def sweep_once(indptr, indices, counts, resp, n_wk, alpha, eta, relax):
     """A sweep with float32 counts, as Polish runs it; returns (n_wk, n_k) after it."""
     n_k, n_wk = n_wk.sum(axis=0), n_wk.astype(np.float32)

@@ -92,17 +92,37 @@ def lane_bounds(indptr, lanes):
 
 @njit(cache=True, nogil=True)
 def sum_in_eight(x):
-    """sum(x) as eight running sums (k mod 8) added pairwise at the end, in x's precision: no
+    """sum(x) of a float32 vector as eight running sums (k mod 8) added pairwise at the end: no
     chain of dependent additions through all K, so the loops before and after it vectorise, and
-    the same bits on any CPU."""
-    s = np.zeros(8, dtype=x.dtype)
-    n = x.shape[0] - x.shape[0] % 8
-    for k in range(0, n, 8):
-        for j in range(8):
-            s[j] += x[k + j]
-    for k in range(n, x.shape[0]):
-        s[k - n] += x[k]
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+    the same bits on any CPU. Scalars, not an array of eight: an array would be allocated on
+    every call, that is, for every entry of a sweep."""
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = np.float32(0.0)
+    n = x.shape[0]
+    full = n - n % 8
+    for k in range(0, full, 8):
+        s0 += x[k]
+        s1 += x[k + 1]
+        s2 += x[k + 2]
+        s3 += x[k + 3]
+        s4 += x[k + 4]
+        s5 += x[k + 5]
+        s6 += x[k + 6]
+        s7 += x[k + 7]
+    if full < n:                # the last n mod 8 values, each to its k mod 8 sum
+        s0 += x[full]
+    if full + 1 < n:
+        s1 += x[full + 1]
+    if full + 2 < n:
+        s2 += x[full + 2]
+    if full + 3 < n:
+        s3 += x[full + 3]
+    if full + 4 < n:
+        s4 += x[full + 4]
+    if full + 5 < n:
+        s5 += x[full + 5]
+    if full + 6 < n:
+        s6 += x[full + 6]
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 
 
 @njit(cache=True, nogil=True)
