@@ -13,7 +13,7 @@ from topicscale.kernels import meanfield, topic_matrix
 from topicscale.kernels.lanes import add_scaled_rows
 from topicscale.kernels.minibatch import distinct_words, word_major
 from topicscale.kernels.special import (digamma, digamma_array, exp_dirichlet_expectation, exp_dirichlet_expectation32,
-                                        exp_dirichlet_lanes, vexp, vexp32)
+                                        exp_dirichlet_lanes, sum_digamma, vexp, vexp32)
 from topicscale.corpus.shards import Rows
 from topicscale.models.lda import LDAModel
 
@@ -34,6 +34,21 @@ def test_digamma_matches_scipy_at_the_extremes():
 
 def test_digamma_of_non_positive_is_nan():
     assert np.isnan(digamma(0.0)) and np.isnan(digamma(-1.0)) and np.isnan(digamma(np.nan))
+
+
+def test_sum_digamma_matches_scipy_and_gives_the_same_bits_on_one_thread_or_two():
+    """The eta Newton step's sum of psi over lambda (V x K; fewer rows than chunks included)."""
+    rng = np.random.default_rng(3)
+    for shape in [(1000, 37), (5, 3)]:
+        x = rng.gamma(0.1, 10.0, size=shape) + 1e-3
+        ref = np.sum(scipy_digamma(x))
+        assert abs(sum_digamma(x) - ref) < 1e-12 * np.sum(np.abs(scipy_digamma(x)))
+        two = sum_digamma(x)
+        numba.set_num_threads(1)
+        try:
+            assert sum_digamma(x) == two
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
 
 
 def test_vexp_matches_numpy_exp():

@@ -176,6 +176,28 @@ def exp_elog_rows(lam, total, rows, out, scale=1.0, shift=0.0):
                 out[i, k] = np.exp(digamma(scale * row[k] + shift) - inverse[k])
 
 
+SUM_CHUNKS = 16
+
+
+@njit(error_model="numpy", parallel=True, cache=True)
+def sum_digamma(x):
+    """sum of psi(x) over a 2-d C-contiguous array of positive values: its rows in SUM_CHUNKS
+    ranges summed side by side, the ranges' sums then added in order (the same bits on any
+    number of threads)."""
+    V = x.shape[0]
+    parts = np.empty(SUM_CHUNKS)
+    for c in prange(SUM_CHUNKS):
+        s = 0.0
+        for i in range(V * c // SUM_CHUNKS, V * (c + 1) // SUM_CHUNKS):
+            for k in range(x.shape[1]):
+                s += digamma(x[i, k])
+        parts[c] = s
+    total = 0.0
+    for c in range(SUM_CHUNKS):
+        total += parts[c]
+    return total
+
+
 # float32 constants: numba computes float32 op float64 in float64, so every literal of the
 # single-precision functions below is a float32 global
 F32 = np.float32
