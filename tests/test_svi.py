@@ -49,16 +49,17 @@ class _WithoutWarmUp:
         self.model, self.step = algorithm.model, algorithm.step
 
 
-@pytest.mark.parametrize("algorithm, local", [(SVI, MeanField), (SVI, CVB0), (SVI, Gibbs), (SCVB0, CVB0),
-                                              (SSMFA, Gibbs)])
-def test_kernel_warm_up_leaves_the_model_and_the_fit_unchanged(planted, algorithm, local):
+@pytest.mark.parametrize("algorithm, local, settings", [(SVI, MeanField, None), (SVI, CVB0, None),
+                                                        (SVI, Gibbs, None), (SVI, CVB0, {"eta_auto": True}),
+                                                        (SCVB0, CVB0, None), (SSMFA, Gibbs, None)])
+def test_kernel_warm_up_leaves_the_model_and_the_fit_unchanged(planted, algorithm, local, settings):
     """The driver's warm-up (kernel loading, not timed as training) must not touch the model:
-    a run with it ends at exactly the topics of a run without it, for every LDA local step and
-    the stochastic global steps that offer it."""
+    a run with it ends at exactly the topics (and learned eta) of a run without it, for every
+    LDA local step and the stochastic global steps that offer it."""
     _, corpus, _ = planted
     fitted = []
     for warm in (True, False):
-        model = LDAModel.initial(corpus.vocab, 10, 0.1, 0.01, np.random.default_rng(3))
+        model = LDAModel.initial(corpus.vocab, 10, 0.1, 0.01, np.random.default_rng(3), settings=settings)
         before = model.lam.copy()
         algo = algorithm(model, local(), corpus.n_docs, tau=1.0, kappa=0.7)
         if warm:
@@ -67,8 +68,9 @@ def test_kernel_warm_up_leaves_the_model_and_the_fit_unchanged(planted, algorith
         summary, _ = train(algo if warm else _WithoutWarmUp(algo), corpus,
                            RunLimits(batch_size=100, passes=1), 5, progress=False)
         assert (summary["kernel_load_seconds"] is None) != warm
-        fitted.append(model.lam)
-    assert np.array_equal(fitted[0], fitted[1])
+        fitted.append((model.lam, model.eta))
+    assert np.array_equal(fitted[0][0], fitted[1][0]) and fitted[0][1] == fitted[1][1]
+    assert (fitted[0][1] != 0.01) == bool(settings)
 
 
 def test_step_size_schedule():

@@ -67,6 +67,13 @@ def sum_log_beta(model):
     return float(sum_digamma(lam) - lam.shape[0] * np.sum(psi(lam.sum(axis=0))))
 
 
+def warm_up_priors(model):
+    """Load the kernel of the eta step (sum_log_beta) when the model learns eta."""
+    if learns(model)[1]:
+        from ..kernels.special import sum_digamma
+        sum_digamma(np.ones((1, 1)))
+
+
 def learns(model):
     """(learns alpha, learns eta) as the model's settings say."""
     s = model.settings

@@ -4,7 +4,7 @@ import numpy as np
 
 from ...kernels.topic_matrix import add_rows_summed, affine_step_summed
 from ..local_steps.base import estep_statistics, one_word_batch, step_metrics
-from ..priors import update_priors
+from ..priors import update_priors, warm_up_priors
 from ..schedule import advance, robbins_monro
 
 
@@ -30,10 +30,11 @@ class SVI:
     def warm_up(self, batch=None):
         """Load (or compile) the local step's kernels, by its `statistics` on a minibatch of one
         token (`batch`, default one_word_batch(); a distributed run's runs on every worker) and
-        its default topics, and the update's (see train: not counted as training time); leaves
-        the model untouched."""
+        its default topics, the update's and the eta step's (see train: not counted as training
+        time); leaves the model untouched."""
         estep_statistics(self.local, one_word_batch() if batch is None else batch, self.model)
         warm_up_update(self.model.n_topics)
+        warm_up_priors(self.model)
 
     def update(self, stats):
         m = self.model
