@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import store
-from .topics import DEFAULT_TOPICS
+from .topics import DEFAULT_ETA, DEFAULT_TOPICS
 
 
 class CTMPrior(NamedTuple):
@@ -86,7 +86,7 @@ class CTMModel:
                                   "mu_0, Sigma_0 is fitted)")
         K = config.get("n_topics") or DEFAULT_TOPICS
         eta = config.get("eta")
-        return cls.initial(vocab, K, 0.01 if eta is None else eta, rng)
+        return cls.initial(vocab, K, DEFAULT_ETA if eta is None else eta, rng)
 
     # ------------------------------------------------------------------ what the local step takes
     def estep_topics(self, words=None):

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .topics import DEFAULT_TOPICS, LazyTopics, token_shares
+from .topics import DEFAULT_ETA, DEFAULT_TOPICS, LazyTopics, token_shares
 
 DEFAULT_ALPHA = 1.0        # document concentration
 CVB0_ALPHA = 0.2           # ... under a CVB0 document step (default_alpha)
 DEFAULT_OMEGA = 1.0        # corpus concentration
-DEFAULT_ETA = 0.01
 DEFAULT_DOCS = 10_000      # corpus size D for the initial topic scale when it is not known
 MASS = 0.99                # `topics` without --all: the topics carrying this share of the weight
 

@@ -3,7 +3,7 @@ and the document prior alpha. lambda is held lazily (models/topics.py, LazyTopic
 """
 import numpy as np
 
-from .topics import DEFAULT_TOPICS, LazyTopics
+from .topics import DEFAULT_ETA, DEFAULT_TOPICS, LazyTopics
 
 
 class LDAModel(LazyTopics):
@@ -43,7 +43,7 @@ class LDAModel(LazyTopics):
         K = config.get("n_topics") or DEFAULT_TOPICS
         alpha, eta = config.get("alpha"), config.get("eta")
         alpha = 1.0 / K if alpha in (None, "auto") else alpha
-        eta = 0.01 if eta in (None, "auto") else eta
+        eta = DEFAULT_ETA if eta in (None, "auto") else eta
         if config.get("start") == "assignment":
             return cls(lam=np.broadcast_to(float(eta), (len(vocab), K)), alpha=np.full(K, float(alpha)),
                        eta=float(eta), vocab=list(vocab))

@@ -9,6 +9,7 @@ import numpy as np
 from . import store
 
 DEFAULT_TOPICS = 100      # K without -k, for every model (the HDP's corpus truncation too)
+DEFAULT_ETA = 0.01        # the topics' Dirichlet prior without --eta, for every model
 # the lazy global step settles lambda (one pass over V x K) when its scale would fall below this
 SETTLE_BELOW = 1e-30
 
