@@ -119,7 +119,8 @@ PART_OPTIONS = (
            "keeping the best-scoring topics (the passes' own when none beats them, but not an LDA's when "
            "a tenth of them or more repeat another); stops when two checks in a row gain under 0.002 nats "
            "a word a sweep over the best (at most 100; from assignment, at least 20); none when its "
-           "numbers would exceed 4 GiB or half the memory available (except after the assignment start, given or started over from).",
+           "numbers would exceed 4 GiB or half the memory available (except after the assignment start, "
+           "given or started over from).",
            default_text="auto when fit trains until the model stops improving (no --passes, --max-docs, "
            "--time-limit or --init), else 0"),
     Option("merge", ("--merge/--no-merge",), None,

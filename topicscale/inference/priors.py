@@ -22,6 +22,8 @@ optim_interval); alpha, which needs only the minibatch's gamma, every minibatch.
 import numpy as np
 from scipy.special import polygamma, psi
 
+from ..kernels.special import sum_digamma
+
 ETA_EVERY = 10
 HALVINGS = 30
 
@@ -62,7 +64,6 @@ def mean_log_theta(gamma):
 
 def sum_log_beta(model):
     """sum_k sum_w E[log beta_kw] under Dir(lambda_k) (one pass over V x K, in parallel)."""
-    from ..kernels.special import sum_digamma
     lam = np.ascontiguousarray(model.lam)
     return float(sum_digamma(lam) - lam.shape[0] * np.sum(psi(lam.sum(axis=0))))
 
@@ -70,7 +71,6 @@ def sum_log_beta(model):
 def warm_up_priors(model):
     """Load the kernel of the eta step (sum_log_beta) when the model learns eta."""
     if learns(model)[1]:
-        from ..kernels.special import sum_digamma
         sum_digamma(np.ones((1, 1)))
 
 
