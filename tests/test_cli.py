@@ -53,7 +53,7 @@ def test_info_of_corpus_and_model(model):
     assert c["type"] == "corpus" and c["documents"] > 3000 and c["nnz"] <= c["tokens"]
     m = json.loads(run("info", root / "model", "--json").output)
     assert m["topics"] == 8 and m["vocabulary"] == c["vocabulary"] and m["algorithm"] == "svi"
-    assert m["estep_beta"] == "mean"                # the default E-step topics (README)
+    assert m["local"] == "cvb0" and m["burn_in"] == 3   # a short run over paragraphs (README)
     assert m["alpha"] == pytest.approx(1 / 8)
 
 
@@ -366,9 +366,35 @@ def test_default_local_step_is_cvb0_for_short_documents_and_many_updates(sotu, t
     assert scores["auto"] > scores["meanfield"] + 0.1          # measured: +0.22
     assert json.loads(run("info", tmp_path / "auto", "--json").output)["local"] == "cvb0"
     for extra in (["--batch-size", "256", "--passes", "1"], ["--batch-size", "16", "--accelerate"],
-                  ["--batch-size", "16", "--estep-beta", "exp-elog"], ["--batch-size", "16", "--max-docs", "2000"]):
+                  ["--batch-size", "16", "--estep-beta", "exp-elog"]):
         out = run("fit", root / "corpus", "-k", "5", "--json", "-q", "--force", "-o", tmp_path / "x", *extra)
         assert json.loads(out.output)["local"] == "meanfield", extra
+
+
+def test_a_short_runs_default_cvb0_step_takes_three_burn_in_passes_and_a_short_delay(sotu, tmp_path):
+    """Between 20 and 150 updates over short documents, LDA SVI's default is CVB0 with three
+    burn-in passes a document and tau a sixteenth of the updates (a given --tau is kept); its topics
+    score higher by the shared fold-in than those of SCVB0's step (one burn-in pass, tau 64) and of
+    the mean-field step in the same run."""
+    from topicscale.corpus.shards import Corpus
+    from topicscale.evaluate import evaluate_topics
+    from topicscale.models import load_model
+    root, _ = sotu
+    held = Corpus(root / "corpus-heldout")
+    scores = {}
+    for name, extra in (("auto", []), ("cvb0", ["--local", "cvb0"]), ("meanfield", ["--local", "meanfield"])):
+        run("fit", root / "corpus", "-k", "20", "--batch-size", "32", "--max-docs", "3200", "--seed", "2",
+            "-q", "-o", tmp_path / name, *extra)                                        # 100 updates
+        model = load_model(tmp_path / name)
+        scores[name] = evaluate_topics(model.expected_beta().T, held)["per_word_ll"]
+        settings = model.settings
+        assert settings["local"] == ("meanfield" if name == "meanfield" else "cvb0")
+        assert settings.get("burn_in") == (3 if name == "auto" else None)
+        assert settings["tau"] == (100 / 16 if name == "auto" else 64)
+    assert scores["auto"] > max(scores["cvb0"], scores["meanfield"]) + 0.05, scores   # measured: +0.10
+    run("fit", root / "corpus", "-k", "5", "--batch-size", "32", "--max-docs", "3200", "--tau", "30", "-q",
+        "-o", tmp_path / "given")
+    assert load_model(tmp_path / "given").settings["tau"] == 30
 
 
 def test_hdp_default_local_step_is_cvb0_on_short_documents_and_scores_better(sotu, tmp_path):

@@ -287,8 +287,10 @@ def _declared_options(command):
               help="Local (per-document) step [default: the first of the algorithm's in the table "
                    "below, or the one its given options belong to (e.g. --max-iter: meanfield). LDA svi: "
                    f"cvb0 when the corpus's documents average under {registry.SHORT_DOCUMENT_WORDS} distinct "
-                   f"words and the run makes at least {registry.MANY_UPDATES} minibatch updates (a run "
-                   "bounded by --time-limit alone counts as many), else meanfield].")
+                   f"words and the run makes at least {registry.FEW_UPDATES} minibatch updates (under "
+                   f"{registry.MANY_UPDATES}: with {registry.SHORT_RUN_BURN_IN} burn-in passes a document and "
+                   "tau a sixteenth of the updates; a run bounded by --time-limit alone counts as many), else "
+                   f"meanfield; HDP: cvb0 on such documents from {registry.MANY_UPDATES} updates on].")
 @_declared_options
 @click.option("--resume", type=click.Path(exists=True, file_okay=False),
               help="Continue the interrupted run in this model folder (needs no CORPUS; its settings "

@@ -71,10 +71,20 @@ MATRIX = (
 # The local step of LDA SVI and of the HDP (direct view) when none is given (runs.default_local):
 # CVB0 (SCVB0's document step) for runs over short documents (fewer distinct words a document than
 # SHORT_DOCUMENT_WORDS on average) that make at least MANY_UPDATES minibatch updates; mean-field
-# otherwise (README, "Choosing the local step")
+# otherwise (README, "Choosing the local step"), but for LDA SVI (SHORT_RUN_CVB0), whose shorter
+# runs over short documents, from FEW_UPDATES updates on, take CVB0 with SHORT_RUN_BURN_IN passes
+# over each document before the one that gives its statistics, and tau = SHORT_RUN_TAU_SHARE x the
+# run's updates (runs.short_run_settings). From near-uniform topics, SCVB0's single burn-in pass
+# leaves every document near uniform proportions, so the topics take the same share of every word
+# and stay alike; and a delay of 64 would down-weight the whole of such a run. Below FEW_UPDATES
+# (3,600 paragraphs in one pass: 7) every topic ended repeating another.
 SHORT_DOCUMENT_WORDS = 64
 MANY_UPDATES = 150
+FEW_UPDATES = 20
 ADAPTIVE_DEFAULT = {("lda", "svi"): ("meanfield", "cvb0"), ("hdp", "svi"): ("meanfield", "cvb0")}
+SHORT_RUN_CVB0 = {("lda", "svi")}
+SHORT_RUN_BURN_IN = 3
+SHORT_RUN_TAU_SHARE = 1 / 16
 
 
 def algorithm_names():

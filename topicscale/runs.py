@@ -59,8 +59,8 @@ def default_local(config):
     """The local step of a fit given without --local: one its given options select
     (options.select_local), else the algorithm's default; for LDA SVI and the HDP that is "cvb0"
     on short documents when the run makes many updates (registry.SHORT_DOCUMENT_WORDS,
-    MANY_UPDATES), else "meanfield". A run bounded only by --time-limit counts as making many
-    updates."""
+    MANY_UPDATES), for LDA SVI on short documents from FEW_UPDATES (SHORT_RUN_CVB0), else
+    "meanfield". A run bounded only by --time-limit counts as making many updates."""
     chosen = options.select_local(config)
     if chosen:
         return chosen
@@ -68,13 +68,28 @@ def default_local(config):
     if key in registry.ADAPTIVE_DEFAULT:
         long_docs, short_docs = registry.ADAPTIVE_DEFAULT[key]
         corpus = open_corpus(config["corpus"])
-        total = planned_docs(corpus.n_docs, run_limits(config))
-        updates = float("inf") if total is None else total / config["batch_size"]
-        if (corpus.nnz < registry.SHORT_DOCUMENT_WORDS * corpus.n_docs
-                and updates >= registry.MANY_UPDATES):
+        enough = registry.FEW_UPDATES if key in registry.SHORT_RUN_CVB0 else registry.MANY_UPDATES
+        if corpus.nnz < registry.SHORT_DOCUMENT_WORDS * corpus.n_docs and planned_updates(config) >= enough:
             return short_docs
         return long_docs
     return registry.cell(*key).locals[0]
+
+
+def planned_updates(config):
+    """The minibatch updates a run plans: inf when it is bounded by --time-limit alone."""
+    total = planned_docs(open_corpus(config["corpus"]).n_docs, run_limits(config))
+    return float("inf") if total is None else total / config["batch_size"]
+
+
+def short_run_settings(config):
+    """CVB0's burn_in and the delay tau of an LDA SVI run whose default CVB0 step makes fewer than
+    MANY_UPDATES updates (registry.SHORT_RUN_BURN_IN, SHORT_RUN_TAU_SHARE; a given --tau is kept);
+    {} for any other run."""
+    updates = planned_updates(config)
+    if updates >= registry.MANY_UPDATES:
+        return {}
+    return {"burn_in": registry.SHORT_RUN_BURN_IN,
+            "tau": config["tau"] or max(1.0, updates * registry.SHORT_RUN_TAU_SHARE)}
 
 
 def run_limits(config):
@@ -109,8 +124,11 @@ def with_defaults(config):
     paper = getattr(algorithm, "DEFAULTS", {})
     sized = dict(config, batch_size=config["batch_size"] or paper.get("batch_size")
                  or options.BY_NAME["batch_size"].default)
+    defaulted = config["local"] is None
     config["local"] = config["local"] or default_local(sized)
     options.check(config)
+    if defaulted and config["local"] == "cvb0" and (config["model"], config["algorithm"]) in registry.SHORT_RUN_CVB0:
+        config.update(short_run_settings(sized))
     here = options.owned(config["model"], config["algorithm"], config["local"])
     for name, value in paper.items():
         if config.get(name) is None and (name in here or name not in options.BY_NAME):
