@@ -59,8 +59,8 @@ def default_local(config):
     """The local step of a fit given without --local: one its given options select
     (options.select_local), else the algorithm's default; for LDA SVI and the HDP that is "cvb0"
     on short documents when the run makes many updates (registry.SHORT_DOCUMENT_WORDS,
-    MANY_UPDATES), for LDA SVI on short documents from FEW_UPDATES (SHORT_RUN_CVB0), else
-    "meanfield". A run bounded only by --time-limit counts as making many updates."""
+    MANY_UPDATES), for LDA SVI on short documents from FEW_UPDATES (SHORT_RUN_CVB0; not from the
+    assignment start, whose one pass the polish's sweeps train on from), else "meanfield". A run bounded only by --time-limit counts as making many updates."""
     chosen = options.select_local(config)
     if chosen:
         return chosen
@@ -68,7 +68,8 @@ def default_local(config):
     if key in registry.ADAPTIVE_DEFAULT:
         long_docs, short_docs = registry.ADAPTIVE_DEFAULT[key]
         corpus = open_corpus(config["corpus"])
-        enough = registry.FEW_UPDATES if key in registry.SHORT_RUN_CVB0 else registry.MANY_UPDATES
+        short_run = key in registry.SHORT_RUN_CVB0 and config.get("start") != "assignment"
+        enough = registry.FEW_UPDATES if short_run else registry.MANY_UPDATES
         if corpus.nnz < registry.SHORT_DOCUMENT_WORDS * corpus.n_docs and planned_updates(config) >= enough:
             return short_docs
         return long_docs
