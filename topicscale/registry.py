@@ -74,7 +74,7 @@ MATRIX = (
 # otherwise (README, "Choosing the local step"), but for LDA SVI (SHORT_RUN_CVB0), whose shorter
 # runs over short documents, from FEW_UPDATES updates on, take CVB0 with SHORT_RUN_BURN_IN passes
 # over each document before the one that gives its statistics, and tau = SHORT_RUN_TAU_SHARE x the
-# run's updates (runs.short_run_settings). From near-uniform topics, SCVB0's single burn-in pass
+# run's updates (runs.default_step). From near-uniform topics, SCVB0's single burn-in pass
 # leaves every document near uniform proportions, so the topics take the same share of every word
 # and stay alike; and a delay of 64 would down-weight the whole of such a run. Below FEW_UPDATES
 # (3,600 paragraphs in one pass: 7) every topic ended repeating another.

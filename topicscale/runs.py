@@ -56,41 +56,37 @@ def _check_output(output, force, init_model):
 
 
 def default_local(config):
-    """The local step of a fit given without --local: one its given options select
-    (options.select_local), else the algorithm's default; for LDA SVI and the HDP that is "cvb0"
-    on short documents when the run makes many updates (registry.SHORT_DOCUMENT_WORDS,
-    MANY_UPDATES), for LDA SVI on short documents from FEW_UPDATES (SHORT_RUN_CVB0; not from the
-    assignment start, whose one pass the polish's sweeps train on from), else "meanfield". A run bounded only by --time-limit counts as making many updates."""
+    """The local step of a fit given without --local (default_step's)."""
+    return default_step(config)[0]
+
+
+def default_step(config):
+    """(local step, the settings it brings) of a fit given without --local: one its given options
+    select (options.select_local), else the algorithm's default. For LDA SVI and the HDP that is
+    "cvb0" on short documents when the run makes many updates (registry.SHORT_DOCUMENT_WORDS,
+    MANY_UPDATES; a run bounded only by --time-limit counts as making many); for LDA SVI on short
+    documents from FEW_UPDATES too (SHORT_RUN_CVB0), with SHORT_RUN_BURN_IN and tau =
+    SHORT_RUN_TAU_SHARE x its updates (a given --tau is kept), but not for the assignment start's
+    one pass, which the polish's sweeps train on from; else "meanfield"."""
     chosen = options.select_local(config)
     if chosen:
-        return chosen
+        return chosen, {}
     key = (config["model"], config["algorithm"])
-    if key in registry.ADAPTIVE_DEFAULT:
-        long_docs, short_docs = registry.ADAPTIVE_DEFAULT[key]
-        corpus = open_corpus(config["corpus"])
-        short_run = key in registry.SHORT_RUN_CVB0 and config.get("start") != "assignment"
-        enough = registry.FEW_UPDATES if short_run else registry.MANY_UPDATES
-        if corpus.nnz < registry.SHORT_DOCUMENT_WORDS * corpus.n_docs and planned_updates(config) >= enough:
-            return short_docs
-        return long_docs
-    return registry.cell(*key).locals[0]
-
-
-def planned_updates(config):
-    """The minibatch updates a run plans: inf when it is bounded by --time-limit alone."""
-    total = planned_docs(open_corpus(config["corpus"]).n_docs, run_limits(config))
-    return float("inf") if total is None else total / config["batch_size"]
-
-
-def short_run_settings(config):
-    """CVB0's burn_in and the delay tau of an LDA SVI run whose default CVB0 step makes fewer than
-    MANY_UPDATES updates (registry.SHORT_RUN_BURN_IN, SHORT_RUN_TAU_SHARE; a given --tau is kept);
-    {} for any other run."""
-    updates = planned_updates(config)
+    if key not in registry.ADAPTIVE_DEFAULT:
+        return registry.cell(*key).locals[0], {}
+    long_docs, short_docs = registry.ADAPTIVE_DEFAULT[key]
+    corpus = open_corpus(config["corpus"])
+    if corpus.nnz >= registry.SHORT_DOCUMENT_WORDS * corpus.n_docs:
+        return long_docs, {}
+    total = planned_docs(corpus.n_docs, run_limits(config))
+    updates = float("inf") if total is None else total / config["batch_size"]
     if updates >= registry.MANY_UPDATES:
-        return {}
-    return {"burn_in": registry.SHORT_RUN_BURN_IN,
-            "tau": config["tau"] or max(1.0, updates * registry.SHORT_RUN_TAU_SHARE)}
+        return short_docs, {}
+    if (key in registry.SHORT_RUN_CVB0 and config.get("start") != "assignment"
+            and updates >= registry.FEW_UPDATES):
+        return short_docs, {"burn_in": registry.SHORT_RUN_BURN_IN,
+                            "tau": config["tau"] or max(1.0, updates * registry.SHORT_RUN_TAU_SHARE)}
+    return long_docs, {}
 
 
 def run_limits(config):
@@ -114,7 +110,7 @@ def run_limits(config):
 
 
 def with_defaults(config):
-    """Choose the local step (default_local), check the given options (options.check), then fill
+    """Choose the local step (default_step), check the given options (options.check), then fill
     the rest: the algorithm's DEFAULTS (its paper's settings), then the declared defaults of the
     options this run owns (--polish: auto when the run trains until the model stops improving);
     options it does not own are dropped."""
@@ -125,11 +121,11 @@ def with_defaults(config):
     paper = getattr(algorithm, "DEFAULTS", {})
     sized = dict(config, batch_size=config["batch_size"] or paper.get("batch_size")
                  or options.BY_NAME["batch_size"].default)
-    defaulted = config["local"] is None
-    config["local"] = config["local"] or default_local(sized)
+    brought = {}
+    if config["local"] is None:
+        config["local"], brought = default_step(sized)
     options.check(config)
-    if defaulted and config["local"] == "cvb0" and (config["model"], config["algorithm"]) in registry.SHORT_RUN_CVB0:
-        config.update(short_run_settings(sized))
+    config.update(brought)
     here = options.owned(config["model"], config["algorithm"], config["local"])
     for name, value in paper.items():
         if config.get(name) is None and (name in here or name not in options.BY_NAME):
