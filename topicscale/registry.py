@@ -68,7 +68,7 @@ MATRIX = (
     Cell("ctm", "batch", Part(_GLOBAL + "ctm:CTMBatch"), ("laplace", "delta", "bbvi")),
     Cell("ctm", "svi", Part(_GLOBAL + "ctm:CTMSVI", ("tau", "kappa")), ("laplace", "delta", "bbvi")),
 )
-# The local step of LDA SVI and of the HDP (direct view) when none is given (runs.default_local):
+# The local step of LDA SVI and of the HDP (direct view) when none is given (runs.default_step):
 # CVB0 (SCVB0's document step) for runs over short documents (fewer distinct words a document than
 # SHORT_DOCUMENT_WORDS on average) that make at least MANY_UPDATES minibatch updates; mean-field
 # otherwise (README, "Choosing the local step"), but for LDA SVI (SHORT_RUN_CVB0), whose shorter
@@ -77,7 +77,7 @@ MATRIX = (
 # run's updates (runs.default_step). From near-uniform topics, SCVB0's single burn-in pass
 # leaves every document near uniform proportions, so the topics take the same share of every word
 # and stay alike; and a delay of 64 would down-weight the whole of such a run. Below FEW_UPDATES
-# (3,600 paragraphs in one pass: 7) every topic ended repeating another.
+# every topic ended repeating another.
 SHORT_DOCUMENT_WORDS = 64
 MANY_UPDATES = 150
 FEW_UPDATES = 20
