@@ -97,6 +97,8 @@ def test_topics_text_json_csv(model):
     assert len(text) == 8 and text[0].split()[2:] == rows[0]["words"][:3]
     csv = run("topics", root / "model", "-n", "2", "--csv").output.splitlines()
     assert csv[0] == "topic,weight,rank,word,probability" and len(csv) == 1 + 16
+    both = run("topics", root / "model", "--json", "--csv", ok=False)     # --csv was ignored
+    assert both.exit_code == 2 and "--json and --csv" in both.output
 
 
 def test_export_is_row_stochastic_with_vocabulary(model, tmp_path):
@@ -269,7 +271,34 @@ def test_heldout_with_another_vocabulary_is_refused(model, tmp_path):
     assert_user_error(r, "vocab.txt", "vocabulary differs from the model's")
     r = run("fit", root / "corpus", "-k", "2", "--heldout", tmp_path / "oc", "-o", tmp_path / "m", ok=False)
     assert_user_error(r, "vocabulary differs")
-    assert not (tmp_path / "m" / "model.npz").exists()
+    assert not (tmp_path / "m").exists()                 # refused before the folder is made
+
+
+def test_a_heldout_corpus_with_nothing_to_score_is_refused(model, tmp_path):
+    """No document of two distinct words: eval printed NaN (not JSON), fit trained 50 passes."""
+    root, _ = model
+    text = tmp_path / "held.txt"
+    text.write_text("war war\npeople\ncongress congress congress\n")
+    run("prepare", text, "--vocab", root / "model", "--min-df", "1", "-o", tmp_path / "held")
+    for more in ((), ("--json",)):
+        r = run("eval", root / "model", tmp_path / "held", *more, ok=False)
+        assert_user_error(r, "held", "no document has two distinct words")
+    r = run("fit", root / "corpus", "-k", "2", "--heldout", tmp_path / "held", "-o", tmp_path / "m", ok=False)
+    assert_user_error(r, "no document has two distinct words")
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("value, message", [
+    ("nan", "a fraction in (0, 1) or a whole number"), ("inf", "a fraction in (0, 1) or a whole number"),
+    ("abc", "neither a count nor a fraction"), ("0.01", "--heldout 0.01 holds out no documents"),
+    ("3", "--heldout 3 leaves no training documents")])
+def test_prepare_refuses_a_heldout_share_it_cannot_draw(tmp_path, value, message):
+    src = tmp_path / "d.txt"
+    src.write_text("apple banana\nbanana cherry\napple cherry\n")
+    r = run("prepare", src, "--min-df", "1", "--max-df", "1", "--heldout", value, "-o", tmp_path / "out",
+            ok=False)
+    assert r.exit_code == 2 and message in r.output and "--heldout" in r.output
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out-heldout").exists()
 
 
 @pytest.mark.parametrize("name, content, where", [

@@ -279,6 +279,17 @@ def test_eval_without_coherence_still_needs_its_heldout_corpus(hand_model):
     assert result.exit_code == 2 and "HELDOUT" in result.output
 
 
+def test_eval_refuses_top_n_without_coherence(hand_model, reference):
+    """--top-n sets the words --coherence scores; the held-out score ignored it silently."""
+    model, _ = hand_model
+    result = run("eval", model, reference.path, "--top-n", "5", ok=False)
+    assert result.exit_code == 2 and "--top-n goes with --coherence" in result.output
+    result = run("eval", model, reference.path, "--top-n", "5", "--window", "0", ok=False)
+    assert result.exit_code == 2 and "--top-n and --window go with --coherence" in result.output
+    out = json.loads(run("eval", model, "--coherence", "u_mass", "--json").stdout)
+    assert out["top_n"] == 10                                           # the default, as before
+
+
 # ----------------------------------------------------------------------------- sliding windows
 def windows_of(doc, size):
     """gensim's boolean sliding windows of one document (utils.iter_windows, ignore_below_size

@@ -162,6 +162,17 @@ def test_gensim_export_of_ctm_says_its_correlations_are_not_carried(hdp_and_ctm,
     assert "not carried: the CTM topic correlations" in result.stderr
 
 
+def test_an_export_to_a_missing_folder_names_the_folder(fitted, tmp_path):
+    root, corpus, _ = fitted
+    for args in (("-o", tmp_path / "nowhere" / "t.npy"),
+                 ("--format", "pyldavis", "--corpus", corpus.path, "-o", tmp_path / "nowhere" / "vis.json")):
+        result = run("export", root / "lda", *args, code=2)
+        assert result.output.strip().splitlines()[-1] == (
+            f"topicscale: error: {args[-1]}: the folder {tmp_path / 'nowhere'} does not exist")
+        assert ".tmp" not in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_laplace_bridge_inverts_the_laplace_approximation_of_a_dirichlet():
     # Dirichlet(alpha) in the softmax basis: mu_k = log alpha_k - mean(log alpha),
     # Sigma_kk = (1 - 2/K) / alpha_k + sum_l (1 / alpha_l) / K^2 (MacKay 1998); the bridge maps back.

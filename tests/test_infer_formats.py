@@ -101,6 +101,25 @@ def test_a_failure_leaves_the_earlier_file(setup, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other", "theta.csv"]
 
 
+def test_an_output_in_a_missing_folder_is_named_not_its_temporary_file(setup, tmp_path):
+    root = setup
+    result = run("infer", root / "m", root / "new", "-o", tmp_path / "nowhere" / "theta.tsv", code=2)
+    assert result.output.strip() == (f"topicscale: error: {tmp_path / 'nowhere' / 'theta.tsv'}: "
+                                     f"the folder {tmp_path / 'nowhere'} does not exist")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_format_of_raw_inputs_is_refused_with_a_prepared_corpus(setup, tmp_path):
+    root = setup
+    result = run("infer", root / "m", root / "new", "--format", "jsonl", "-o", tmp_path / "t.tsv", code=2)
+    assert "--format jsonl is the format of raw INPUTS" in result.output and "prepared corpus" in result.output
+    text = tmp_path / "more.txt"
+    text.write_text("w1 w2 w3\n")
+    result = run("infer", root / "m", root / "new", text, "-o", tmp_path / "t.tsv", code=2)
+    assert "a prepared corpus, not a folder of .txt documents" in result.output
+    assert not (tmp_path / "t.tsv").exists()
+
+
 def test_without_pyarrow_parquet_says_how_to_install_it(setup, tmp_path):
     root = setup
     code = ("import sys; sys.modules['pyarrow'] = None\nfrom topicscale.cli import main; "

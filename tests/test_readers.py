@@ -258,6 +258,16 @@ def test_text_directory(tmp_path):
         ("a", "ay", str(d / "a.txt.gz"), 1), ("b", "bee\nline two", str(d / "b.txt"), 1)]
 
 
+def test_a_prepared_corpus_is_not_read_as_a_text_directory(tmp_path):
+    """Its ids.txt and vocab.txt are no documents (`infer MODEL CORPUS new.txt` read them as two)."""
+    d = tmp_path / "corpus"
+    d.mkdir()
+    for name in ("manifest.json", "ids.txt", "vocab.txt"):
+        write_bytes(d / name, b"x\n")
+    with pytest.raises(InputError, match="a prepared corpus, not a folder of .txt documents"):
+        list(iter_text_documents([str(d), str(d / "ids.txt")], "text"))
+
+
 def test_text_stdin(monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("alpha\nbeta\n"))
     assert list(iter_text_documents(["-"], "text")) == [

@@ -5,6 +5,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .errors import TopicscaleError
+
 
 def _umask():
     mask = os.umask(0)
@@ -29,6 +31,8 @@ def _fsync_dir(path):
 def atomic_file(path, mode="wb"):
     """Yield a file object; on success it replaces `path` atomically, on error it vanishes."""
     path = Path(path)
+    if not path.parent.is_dir():            # else mkstemp's error names the hidden temporary file
+        raise TopicscaleError(f"{path}: the folder {path.parent.resolve()} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.chmod(tmp, 0o666 & ~_umask())          # mkstemp's 0600 is not what users expect
     try:

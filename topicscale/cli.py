@@ -4,6 +4,7 @@ User errors print one line `topicscale: error: ...` and exit with status 2.
 """
 import inspect
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -91,9 +92,10 @@ def _heldout_spec(value):
     try:
         number = float(value)
     except ValueError:
-        raise click.BadParameter(f"{value!r} is neither a count nor a fraction") from None
-    if number <= 0 or (number >= 1 and number != int(number)):
-        raise click.BadParameter("a fraction in (0, 1) or a whole number of documents")
+        raise click.BadParameter(f"{value!r} is neither a count nor a fraction", param_hint="--heldout") from None
+    if not math.isfinite(number) or number <= 0 or (number >= 1 and number != int(number)):
+        raise click.BadParameter(f"{value!r}: a fraction in (0, 1) or a whole number of documents",
+                                 param_hint="--heldout")
     return number
 
 
@@ -497,8 +499,8 @@ fit.help = _fit_help()
               help="Instead: the coherence of the topics in CORPUS (default: the training corpus), "
                    "any of u_mass,c_npmi,c_uci,c_v (as gensim's CoherenceModel), their diversity "
                    "and repeated topics; saved in MODEL/coherence.json.")
-@click.option("--top-n", type=click.IntRange(2), default=10, show_default=True,
-              help="--coherence: top words of each topic scored.")
+@click.option("--top-n", type=click.IntRange(2),
+              help="--coherence: top words of each topic scored.  [default: 10]")
 @click.option("--window", type=click.IntRange(0),
               help="--coherence: c_uci, c_npmi and c_v count co-occurrences in sliding windows of "
                    "this many tokens (CORPUS prepared with --keep-order), or 0: in whole documents "
@@ -536,15 +538,17 @@ def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, sched
                                           ("--scheduler", scheduler), ("--workers", workers))
                  if value is not None]
         if given:
-            raise click.UsageError(f"{', '.join(given)} go with the held-out score, not --coherence")
-        return _eval_coherence(model, heldout, measures, top_n, window, as_json)
+            raise click.UsageError(f"{', '.join(given)} {'go' if len(given) > 1 else 'goes'} with the held-out "
+                                   "score, not --coherence")
+        return _eval_coherence(model, heldout, measures, 10 if top_n is None else top_n, window, as_json)
     if heldout is None:
         raise click.UsageError("HELDOUT is required (or --coherence)")
-    if window is not None:
-        raise click.UsageError("--window goes with --coherence")
+    given = [flag for flag, value in (("--top-n", top_n), ("--window", window)) if value is not None]
+    if given:
+        raise click.UsageError(f"{' and '.join(given)} {'go' if len(given) > 1 else 'goes'} with --coherence")
     seed, fold_in = seed or 0, fold_in or "common"
     from .corpus.shards import open_corpus
-    from .evaluate import describe_protocol, evaluate_model
+    from .evaluate import check_scorable, describe_protocol, evaluate_model
     from .models import load_model
     _require_dask({"scheduler": scheduler, "workers": workers})
     worker_threads = threads
@@ -552,6 +556,7 @@ def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, sched
     m = load_model(model)
     with _cluster(scheduler, workers, worker_threads) as executor:
         scored = open_corpus(_corpus_location(heldout))
+        check_scorable(scored)
         result = evaluate_model(m, scored, fold_in=fold_in, seed=seed, executor=executor)
     lines = [f"protocol: {describe_protocol(m, result['protocol'])}",
              f"per-word log likelihood {result['per_word_ll']:.4f}", f"perplexity {result['perplexity']:.2f}",
@@ -624,6 +629,8 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     repeats (shares more than half of its top 10 words with), as `[repeats 3 7]`."""
     from .coherence import repeats_by_topic, saved_scores, top_words
     from .models import load_model
+    if as_json and as_csv:
+        raise click.UsageError("--json and --csv are two output formats: give one")
     m = load_model(model)
     if n_pairs is not None and not hasattr(m, "correlations"):
         raise TopicscaleError(f"--correlations needs a correlated topic model (fit with --model ctm); "

@@ -88,6 +88,16 @@ def check_vocabulary(vocab, corpus):
                          "`topicscale prepare ... --vocab MODEL` so its columns match")
 
 
+def check_scorable(heldout):
+    """Refuse (EvaluationError) a held-out corpus of which document completion scores nothing:
+    a document needs two distinct words to be split, and with none the score would be NaN."""
+    for i in range(len(heldout.shards)):
+        if np.diff(heldout.shard(i)[0]).max(initial=0) >= 2:
+            return
+    raise EvaluationError(f"{heldout.path}: no document has two distinct words, so document completion "
+                          "has nothing to score (each document's words are split in two halves)")
+
+
 def _prior_vectors(prior):
     """(name, length) of a document-level prior's vectors over the topics: alpha itself (a K
     vector), or the 1-D arrays of a structured prior (HDP's elog_sigma, CTM's mu)."""

@@ -23,6 +23,9 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False, exec
     table_format(output)
     model = load_model(model_path)
     if len(inputs) == 1 and (is_url(inputs[0]) or (Path(inputs[0]) / "manifest.json").is_file()):
+        if fmt is not None:
+            raise TopicscaleError(f"--format {fmt} is the format of raw INPUTS; {inputs[0]} is a "
+                                  "prepared corpus, which needs none")
         return _infer_corpus(model, open_corpus(inputs[0]), output, executor, as_json)
     if not shared_files:
         raise TopicscaleError("with --scheduler, infer reads a prepared corpus every worker can read "

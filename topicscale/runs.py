@@ -194,6 +194,11 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
     else:
         _check_output(output, config["force"], config["init_model"])
         config = with_defaults(config)
+        if config["heldout"]:                   # refused before the output folder is made
+            from .evaluate import check_scorable, check_vocabulary
+            heldout = Corpus(config["heldout"])
+            check_vocabulary(open_corpus(config["corpus"]).vocab, heldout)
+            check_scorable(heldout)
     output.mkdir(parents=True, exist_ok=True)
     with OutputLock(output):
         for leftover in output.glob(".*.tmp"):         # a killed run's unrenamed atomic_file writes

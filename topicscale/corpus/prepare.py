@@ -63,7 +63,10 @@ def heldout_rows(n_docs, heldout, seed):
         return np.zeros(0, dtype=np.int64)
     n = int(round(heldout * n_docs)) if heldout < 1 else int(heldout)
     if n >= n_docs:
-        raise TopicscaleError(f"--heldout {heldout} leaves no training documents (input has {n_docs})")
+        raise TopicscaleError(f"--heldout {heldout:g} leaves no training documents (input has {n_docs})")
+    if n == 0:
+        raise TopicscaleError(f"--heldout {heldout:g} holds out no documents (input has {n_docs}); "
+                              "give a larger fraction or a number of documents")
     return np.sort(np.random.default_rng([seed, 0x0D0C]).choice(n_docs, size=n, replace=False))
 
 
