@@ -187,8 +187,8 @@ def iter_text_documents(paths, fmt="text", text_field="text", id_field="id"):
 
 def _directory_docs(path):
     if os.path.isfile(os.path.join(path, "manifest.json")):     # its ids.txt, vocab.txt are no documents
-        raise InputError(path, None, "a prepared corpus, not a folder of .txt documents (`infer` takes "
-                                     "a prepared corpus as its only input)")
+        raise InputError(path, None, "a prepared corpus, not a folder of .txt documents (`prepare` "
+                                     "reads raw text; `infer` takes a prepared corpus as its only input)")
     names = sorted(n for n in os.listdir(path)
                    if n.endswith((".txt", ".txt.gz")) and os.path.isfile(os.path.join(path, n)))
     for name in names:
