@@ -72,6 +72,19 @@ class Skipped(Exception):
     """A corpus that cannot be had on this machine (the reason is the message)."""
 
 
+def write_jsonl(out, documents):
+    """Write (id, text) pairs as gzipped JSON lines {"id": ..., "text": ...} to `out` (through a
+    .part file renamed when complete); returns their number."""
+    tmp = out.with_suffix(out.suffix + ".part")
+    n = 0
+    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+        for doc_id, text in documents:
+            fh.write(json.dumps({"id": doc_id, "text": text}) + "\n")
+            n += 1
+    tmp.replace(out)
+    return n
+
+
 # ------------------------------------------------------------------------------ GCIDE
 _B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
 # the pronunciation after the headword (\A*cer"val\) and source tags on their own line ([1913 Webster])
@@ -126,16 +139,12 @@ def dictd_jsonl(index, data, out):
         key = (_b64_number(parts[1]), _b64_number(parts[2]))
         entries.setdefault(key, parts[0])
     raw = gzip.open(data).read()                 # dictzip is gzip with random-access extras
-    tmp = out.with_suffix(out.suffix + ".part")
-    n = 0
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+
+    def documents():
         for (offset, length), head in sorted(entries.items()):
             text = raw[offset:offset + length].decode("utf-8", errors="replace")
-            text = _SOURCE_LINE.sub(" ", _PRONUNCIATION.sub(" ", text))
-            fh.write(json.dumps({"id": f"{head}@{offset}", "text": text}) + "\n")
-            n += 1
-    tmp.replace(out)
-    return n
+            yield f"{head}@{offset}", _SOURCE_LINE.sub(" ", _PRONUNCIATION.sub(" ", text))
+    return write_jsonl(out, documents())
 
 
 # ------------------------------------------------------------------------------ fortunes
@@ -155,17 +164,13 @@ def ensure_fortunes(log, allow_apt=True):
 def fortunes_jsonl(paths, out):
     """One JSON line per fortune (a file's texts are separated by lines holding only %):
     {"id": file#n, "text": the fortune}."""
-    tmp = out.with_suffix(out.suffix + ".part")
-    n = 0
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+    def documents():
         for path in paths:
             texts = re.split(r"^%$", path.read_text(encoding="utf-8", errors="replace"), flags=re.M)
             for i, text in enumerate(t.strip() for t in texts):
                 if text:
-                    fh.write(json.dumps({"id": f"{path.name}#{i}", "text": text}) + "\n")
-                    n += 1
-    tmp.replace(out)
-    return n
+                    yield f"{path.name}#{i}", text
+    return write_jsonl(out, documents())
 
 
 # ------------------------------------------------------------------------------ King James Bible
@@ -208,13 +213,7 @@ def bible_jsonl(command, out):
                              stdin=subprocess.DEVNULL)
     if printed.returncode:
         raise Skipped(f"{command} {BIBLE_RANGE} failed: {printed.stderr.strip()[:200]}")
-    chapters = bible_chapters(printed.stdout)
-    tmp = out.with_suffix(out.suffix + ".part")
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
-        for heading, text in chapters:
-            fh.write(json.dumps({"id": heading, "text": text}) + "\n")
-    tmp.replace(out)
-    return len(chapters)
+    return write_jsonl(out, bible_chapters(printed.stdout))
 
 
 # ------------------------------------------------------------------------------ man pages
@@ -268,17 +267,13 @@ def _roff_paragraphs(source):
 
 def manpages_jsonl(paths, out):
     """One JSON line per paragraph of every page: {"id": page#n, "text": the paragraph}."""
-    tmp = out.with_suffix(out.suffix + ".part")
-    n = 0
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+    def documents():
         for path in paths:
             source = gzip.open(path).read().decode("utf-8", errors="replace")
             for i, text in enumerate(_roff_paragraphs(source)):
                 if text:
-                    fh.write(json.dumps({"id": f"{path.name[:-3]}#{i}", "text": text}) + "\n")
-                    n += 1
-    tmp.replace(out)
-    return n
+                    yield f"{path.name[:-3]}#{i}", text
+    return write_jsonl(out, documents())
 
 
 # ------------------------------------------------------------------------------ Python documentation
@@ -333,16 +328,12 @@ def _rst_paragraphs(source):
 
 def pydocs_jsonl(paths, out):
     """One JSON line per paragraph of at least 8 words: {"id": file#n, "text": the paragraph}."""
-    tmp = out.with_suffix(out.suffix + ".part")
-    n = 0
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+    def documents():
         for path in paths:
             for i, text in enumerate(_rst_paragraphs(path.read_text(encoding="utf-8", errors="replace"))):
                 if len(text.split()) >= 8:
-                    fh.write(json.dumps({"id": f"{path.relative_to(PYDOCS_DIR)}#{i}", "text": text}) + "\n")
-                    n += 1
-    tmp.replace(out)
-    return n
+                    yield f"{path.relative_to(PYDOCS_DIR)}#{i}", text
+    return write_jsonl(out, documents())
 
 
 # ------------------------------------------------------------------------------ Debian descriptions
@@ -368,9 +359,8 @@ def descriptions_jsonl(index, out):
     {"id": package, "text": the one-line summary and the long description}."""
     text = subprocess.run([str(APT_HELPER), "cat-file", str(index)], check=True, capture_output=True,
                           text=True).stdout
-    seen, n = set(), 0
-    tmp = out.with_suffix(out.suffix + ".part")
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as fh:
+    def documents():
+        seen = set()
         for record in text.split("\n\n"):
             fields = dict(re.findall(r"^(Package|Description-md5): (.*)$", record, re.M))
             body = re.search(r"^Description-en: (.*(?:\n .*)*)", record, re.M)
@@ -378,11 +368,8 @@ def descriptions_jsonl(index, out):
                 continue
             seen.add(fields.get("Description-md5"))
             lines = [line[1:] if line.startswith(" ") else line for line in body.group(1).split("\n")]
-            description = " ".join("" if line == "." else line for line in lines)
-            fh.write(json.dumps({"id": fields["Package"], "text": description}) + "\n")
-            n += 1
-    tmp.replace(out)
-    return n
+            yield fields["Package"], " ".join("" if line == "." else line for line in lines)
+    return write_jsonl(out, documents())
 
 
 # ------------------------------------------------------------------------------ prepare

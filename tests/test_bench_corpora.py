@@ -22,3 +22,13 @@ def test_bible_chapters_join_each_chapters_verses():
 def test_bible_chapters_refuse_a_line_of_another_format():
     with pytest.raises(corpora.BenchError, match="unexpected line"):
         corpora.bible_chapters("Genesis 1\nIn the beginning\n")
+
+
+def test_write_jsonl_writes_each_pair_and_leaves_no_part_file(tmp_path):
+    import gzip
+    import json
+    out = tmp_path / "c.jsonl.gz"
+    assert corpora.write_jsonl(out, iter([("a#0", "first text"), ("b#1", "second")])) == 2
+    assert [json.loads(line) for line in gzip.open(out, "rt")] == [
+        {"id": "a#0", "text": "first text"}, {"id": "b#1", "text": "second"}]
+    assert [p.name for p in tmp_path.iterdir()] == ["c.jsonl.gz"]
