@@ -217,3 +217,30 @@ def test_a_run_stopped_after_starting_over_resumes_to_the_same_model(many_topics
     resumed = json.loads(run("fit", "--resume", tmp_path / "cut", "--json", "-q").stdout.splitlines()[-1])
     assert resumed["start"] == "assignment" and resumed["started_over"]["repeated_topics"] >= K // 10
     assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()
+
+
+def test_auto_starts_a_small_corpus_of_long_documents_from_the_assignment(tmp_path):
+    """The default start with long documents (mean-field's) that a pass reads in runs.FEW_MINIBATCHES
+    minibatches or fewer: the assignment start, the model `--start assignment` fits; near-uniform
+    when the same corpus takes more minibatches a pass, or with short documents."""
+    from topicscale import registry
+    rng = np.random.default_rng(7)
+    beta = planted_topics(10, 400, rng)
+    long_docs = write_corpus(tmp_path / "long-corpus", lda_documents(beta, 600, 300, 0.2, rng), 400)
+    short_docs = write_corpus(tmp_path / "short-corpus", lda_documents(beta, 600, 20, 0.2, rng), 400)
+    assert long_docs.nnz >= registry.SHORT_DOCUMENT_WORDS * long_docs.n_docs > short_docs.nnz
+    said = "long documents read in 2 minibatches a pass: training from a random assignment"
+
+    def fit(corpus, out, *more):
+        r = run("fit", corpus.path, "-k", 5, "--seed", 0, "--json", "-q", "--batch-size", 300, *more,
+                "-o", tmp_path / out)
+        return json.loads(r.stdout.splitlines()[-1]), r.output
+
+    auto, output = fit(long_docs, "auto")
+    assert said in output and auto["start"] == "assignment"
+    fit(long_docs, "assignment", "--start", "assignment")
+    assert (tmp_path / "auto" / "model.npz").read_bytes() == (tmp_path / "assignment" / "model.npz").read_bytes()
+    many, output = fit(long_docs, "many", "--batch-size", 60)          # ten minibatches a pass
+    assert "random assignment" not in output and many["start"] == "near-uniform"
+    short, output = fit(short_docs, "short")
+    assert "random assignment" not in output and short["start"] == "near-uniform"

@@ -37,6 +37,7 @@ RUN_LOG = ".run.jsonl"
 # model settings that say a prior is learned (--alpha auto, --eta auto: inference/priors.py)
 LEARNED = ("alpha_auto", "eta_auto")
 MANY_TOPICS = 200       # --start auto: the assignment start from this many topics (_chosen_start)
+FEW_MINIBATCHES = 8     # --start auto: and for long documents read in this many minibatches a pass or fewer
 
 
 def _check_output(output, force, init_model):
@@ -380,19 +381,27 @@ def _auto_may_take_assignment(config, min_gain):
 
 
 def _chosen_start(config, corpus, say):
-    """--start auto for an LDA of MANY_TOPICS topics or more, trained until it stops improving
-    and polished: the assignment start, when the sweeps' numbers fit in memory (as for
-    _starts_over) and no cluster runs the passes. Otherwise near-uniform, started over from
-    the assignment when its topics end repeating (_starts_over). The near-uniform start leaves
-    nearly equal topics for minibatch noise to part; the assignment gives each its own tokens
-    from the outset. From 200 topics that scored better on eight of the nine corpora measured;
-    at 100 the two starts tie (benchmarks/results/start.md, start-k100-k200/)."""
+    """--start auto for an LDA trained until it stops improving and polished: the assignment start
+    for MANY_TOPICS topics or more, and for a corpus of long documents (mean-field's, as
+    default_step reads them) that a pass reads in FEW_MINIBATCHES minibatches or fewer, when the
+    sweeps' numbers fit in memory (as for _starts_over) and no cluster runs the passes. Otherwise
+    near-uniform, started over from the assignment when its topics end repeating (_starts_over).
+    The near-uniform start leaves nearly equal topics for minibatch noise to part; the assignment
+    gives each its own tokens from the outset. From 200 topics that scored better on eight of the
+    nine corpora measured; at 100 the two starts tie (benchmarks/results/start.md,
+    start-k100-k200/). A small corpus of long documents makes a few SVI steps a pass, each damped
+    by tau, and the passes reach their cap still gaining, where one pass and batch sweeps converge
+    (benchmarks/results/small-long/)."""
     K = config.get("n_topics") or 0
-    if not (K >= MANY_TOPICS and _auto_may_take_assignment(config, run_limits(config).min_gain)
+    few_long = (corpus.nnz >= registry.SHORT_DOCUMENT_WORDS * corpus.n_docs
+                and -(-corpus.n_docs // config["batch_size"]) <= FEW_MINIBATCHES)
+    if not ((K >= MANY_TOPICS or few_long) and _auto_may_take_assignment(config, run_limits(config).min_gain)
             and not any(config.get(name) for name in options.CLUSTER_OPTIONS)
             and fits_in_memory(responsibilities_bytes(corpus, K))):
         return config
-    say(f"{K} topics: training from a random assignment of the tokens, then the polish's sweeps "
+    why = f"{K} topics" if K >= MANY_TOPICS else \
+        f"long documents read in {-(-corpus.n_docs // config['batch_size'])} minibatches a pass"
+    say(f"{why}: training from a random assignment of the tokens, then the polish's sweeps "
         "(--start auto; --start near-uniform streams passes instead)")
     return dict(config, start="assignment")
 
