@@ -56,6 +56,12 @@ def _check_output(output, force, init_model):
                               f"or --init {output} to continue training it")
 
 
+def long_documents(corpus):
+    """Whether a corpus's documents are long: SHORT_DOCUMENT_WORDS distinct words or more on average
+    (registry.py: where the adaptive defaults choose mean-field)."""
+    return corpus.nnz >= registry.SHORT_DOCUMENT_WORDS * corpus.n_docs
+
+
 def default_local(config):
     """The local step of a fit given without --local (default_step's)."""
     return default_step(config)[0]
@@ -77,7 +83,7 @@ def default_step(config):
         return registry.cell(*key).locals[0], {}
     long_docs, short_docs = registry.ADAPTIVE_DEFAULT[key]
     corpus = open_corpus(config["corpus"])
-    if corpus.nnz >= registry.SHORT_DOCUMENT_WORDS * corpus.n_docs:
+    if long_documents(corpus):
         return long_docs, {}
     total = planned_docs(corpus.n_docs, run_limits(config))
     updates = float("inf") if total is None else total / config["batch_size"]
@@ -393,14 +399,13 @@ def _chosen_start(config, corpus, say):
     by tau, and the passes reach their cap still gaining, where one pass and batch sweeps converge
     (benchmarks/results/small-long/)."""
     K = config.get("n_topics") or 0
-    few_long = (corpus.nnz >= registry.SHORT_DOCUMENT_WORDS * corpus.n_docs
-                and -(-corpus.n_docs // config["batch_size"]) <= FEW_MINIBATCHES)
+    minibatches = -(-corpus.n_docs // config["batch_size"])
+    few_long = long_documents(corpus) and minibatches <= FEW_MINIBATCHES
     if not ((K >= MANY_TOPICS or few_long) and _auto_may_take_assignment(config, run_limits(config).min_gain)
             and not any(config.get(name) for name in options.CLUSTER_OPTIONS)
             and fits_in_memory(responsibilities_bytes(corpus, K))):
         return config
-    why = f"{K} topics" if K >= MANY_TOPICS else \
-        f"long documents read in {-(-corpus.n_docs // config['batch_size'])} minibatches a pass"
+    why = f"{K} topics" if K >= MANY_TOPICS else f"long documents read in {minibatches} minibatches a pass"
     say(f"{why}: training from a random assignment of the tokens, then the polish's sweeps "
         "(--start auto; --start near-uniform streams passes instead)")
     return dict(config, start="assignment")
