@@ -19,6 +19,7 @@ clock starts after every kernel is loaded):
   * the direct variants again with their own stopping rule, as the LDA rows above (the two-level
     step is too slow for it), once more with --no-merge (without the merges of repeating topics
     before and after the polish), and at each truncation of --hdp-also-topics;
+  * the HDP as `fit --model hdp` runs without --local (its default step and settings), own stop;
   * a fit stopped by its own rule does not depend on the budget: it runs once a corpus and its
     row is repeated under every budget;
   * gensim HdpModel (max_time = B, same truncation, chunksize and schedule) and tomotopy HDPModel
@@ -60,7 +61,7 @@ from common import (BenchError, child_env, last_json, machine, run, run_worker, 
 
 KAPPA, TAU = 0.7, 64.0           # topicscale's default schedule, also given to gensim
 VARIANT_NAMES = {"meanfield": "HDP direct, mean-field", "cvb0": "HDP direct, CVB0",
-                 "hdp": "HDP paper (two-level, T=15)"}
+                 "hdp": "HDP paper (two-level, T=15)", "default": "HDP, fit's default step"}
 MASS = 0.99
 
 
@@ -238,6 +239,7 @@ def orchestrate(args):
                      for v in args.variants if v != "hdp" for suffix in ("", NO_MERGE)]
             plan += [("hdp", f"{v}, K={K}{OWN_STOP}", ["--model", "hdp", "--local", v, "-k", str(K)])
                      for K in args.hdp_also_topics for v in args.variants if v != "hdp"]
+            plan += [("hdp", f"default{OWN_STOP}", ["--model", "hdp", "-k", str(args.hdp_topics)])]
             for model, label, opts in plan:
                 key = f"{name}-{model}-{label}-{budget}"
                 if label in own_stop_runs:      # stopped by its own rule: the same fit at every budget
@@ -317,7 +319,8 @@ def render(r):
             for x in rows:
                 what = {"lda": "LDA", "hdp": variant_name(x["label"]),
                         "gensim": "gensim HdpModel", "tomotopy": "tomotopy HDPModel"}[x["model"]]
-                setting = x["label"] + (f" ({x['local']})" if x.get("local") and x["model"] == "lda" else "")
+                shows_step = x["model"] == "lda" or x["label"].startswith("default")
+                setting = x["label"] + (f" ({x['local']})" if x.get("local") and shows_step else "")
                 L.append(f"| {what} | {setting} | {fmt(x['own_per_word_ll'])} | {fmt(x['foldin_per_word_ll'])} | "
                          f"{fmt(x['gibbs_per_word_ll'])} | "
                          f"{x['effective_tokens_99']} / {x['effective_weight_99']} | {x['train_seconds']:.1f} | "
@@ -349,7 +352,7 @@ def plot_corpus(r, name, path):
     first_budget = r["settings"]["budgets"][0]      # an own-stop row repeats under every budget
     rows = [x for x in r["runs"] if x["corpus"] == name
             and (x["budget"] == first_budget or not x["label"].endswith(OWN_STOP))]
-    markers = {"meanfield": "^", "cvb0": "s", "hdp": "D", "gensim": "x", "tomotopy": "+"}
+    markers = {"meanfield": "^", "cvb0": "s", "hdp": "D", "default": "*", "gensim": "x", "tomotopy": "+"}
     fig, axes = plt.subplots(1, 2, figsize=(13.5, 4.4), sharex=True)
     for ax, key, title in ((axes[0], "own_per_word_ll", "own predictive"),
                            (axes[1], "foldin_per_word_ll", "common fold-in of the exported topics")):

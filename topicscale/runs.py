@@ -74,7 +74,9 @@ def default_step(config):
     MANY_UPDATES; a run bounded only by --time-limit counts as making many); for LDA SVI on short
     documents from FEW_UPDATES too (SHORT_RUN_CVB0), with SHORT_RUN_BURN_IN and tau =
     SHORT_RUN_TAU_SHARE x its updates (a given --tau is kept), but not for the assignment start's
-    one pass, which the polish's sweeps train on from; else "meanfield"."""
+    one pass, which the polish's sweeps train on from; for the HDP trained until it stops improving
+    on a small corpus (fewer than MANY_UPDATES updates in its MAX_PASSES passes, FEW_UPDATES or more),
+    "cvb0" with tau = SMALL_CORPUS_TAU whatever the documents' length; else "meanfield"."""
     chosen = options.select_local(config)
     if chosen:
         return chosen, {}
@@ -83,10 +85,14 @@ def default_step(config):
         return registry.cell(*key).locals[0], {}
     long_docs, short_docs = registry.ADAPTIVE_DEFAULT[key]
     corpus = open_corpus(config["corpus"])
+    limits = run_limits(config)
+    total = planned_docs(corpus.n_docs, limits)
+    updates = float("inf") if total is None else total / config["batch_size"]
+    if (key in registry.SMALL_CORPUS_CVB0 and limits.min_gain
+            and registry.FEW_UPDATES <= updates < registry.MANY_UPDATES):
+        return short_docs, {"tau": config["tau"] or registry.SMALL_CORPUS_TAU}
     if long_documents(corpus):
         return long_docs, {}
-    total = planned_docs(corpus.n_docs, run_limits(config))
-    updates = float("inf") if total is None else total / config["batch_size"]
     if updates >= registry.MANY_UPDATES:
         return short_docs, {}
     if (key in registry.SHORT_RUN_CVB0 and config.get("start") != "assignment"
