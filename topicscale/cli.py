@@ -292,7 +292,9 @@ def _declared_options(command):
                    f"words and the run makes at least {registry.FEW_UPDATES} minibatch updates (under "
                    f"{registry.MANY_UPDATES}: with {registry.SHORT_RUN_BURN_IN} burn-in passes a document and "
                    "tau a sixteenth of the updates; a run bounded by --time-limit alone counts as many), else "
-                   f"meanfield; HDP: cvb0 on such documents from {registry.MANY_UPDATES} updates on].")
+                   f"meanfield; HDP: cvb0 on such documents from {registry.MANY_UPDATES} updates on, and "
+                   f"at tau {registry.SMALL_CORPUS_TAU:g} on any documents when it trains until it stops and its "
+                   f"passes make {registry.FEW_UPDATES} to {registry.MANY_UPDATES - 1} updates, else meanfield].")
 @_declared_options
 @click.option("--resume", type=click.Path(exists=True, file_okay=False),
               help="Continue the interrupted run in this model folder (needs no CORPUS; its settings "
