@@ -76,7 +76,7 @@ def test_eval_says_how_many_documents_it_could_not_split(model, tmp_path):
     root, _ = model
     text = tmp_path / "held.txt"
     text.write_text("government congress people\nwar\npeople people\ncongress states nation\n")
-    run("prepare", text, "--vocab", root / "model", "--min-df", "1", "-o", tmp_path / "held")
+    run("prepare", text, "--vocab", root / "model", "-o", tmp_path / "held")
     out = run("eval", root / "model", tmp_path / "held").stdout
     assert "2 documents" in out and "(2 of 4 not scored: a document needs two distinct words" in out
 
@@ -279,7 +279,7 @@ def test_a_heldout_corpus_with_nothing_to_score_is_refused(model, tmp_path):
     root, _ = model
     text = tmp_path / "held.txt"
     text.write_text("war war\npeople\ncongress congress congress\n")
-    run("prepare", text, "--vocab", root / "model", "--min-df", "1", "-o", tmp_path / "held")
+    run("prepare", text, "--vocab", root / "model", "-o", tmp_path / "held")
     for more in ((), ("--json",)):
         r = run("eval", root / "model", tmp_path / "held", *more, ok=False)
         assert_user_error(r, "held", "no document has two distinct words")
@@ -299,6 +299,26 @@ def test_prepare_refuses_a_heldout_share_it_cannot_draw(tmp_path, value, message
             ok=False)
     assert r.exit_code == 2 and message in r.output and "--heldout" in r.output
     assert not (tmp_path / "out").exists() and not (tmp_path / "out-heldout").exists()
+
+
+@pytest.mark.parametrize("name, extra, message", [
+    ("d.ldac", ["--min-df", "3", "--stopwords", "none"], "--min-df, --stopwords do not apply: ldac input is"),
+    ("d.txt", ["--vocab", "vocab.txt", "--max-df", "0.9"], "--max-df does not apply: --vocab fixes"),
+    ("d.txt", ["--text-field", "body"], "--text-field does not apply: text input has no JSON fields"),
+])
+def test_prepare_refuses_options_its_input_would_ignore(tmp_path, name, extra, message):
+    """Options given on the command line that this input would silently ignore are refused: the
+    text options with a bag of words, pruning with a fixed vocabulary, JSON fields with text."""
+    (tmp_path / "d.ldac").write_text("2 0:1 1:2\n")
+    (tmp_path / "d.txt").write_text("apple banana\nbanana cherry\n")
+    (tmp_path / "vocab.txt").write_text("apple\nbanana\n")
+    extra = [str(tmp_path / e) if e == "vocab.txt" else e for e in extra]
+    r = run("prepare", tmp_path / name, *extra, "-o", tmp_path / "out", ok=False)
+    assert_user_error(r, message)
+    assert not (tmp_path / "out").exists()
+    if name == "d.txt":             # the same options where they apply are taken
+        r = run("prepare", tmp_path / name, "--min-df", "1", "--max-df", "1", "-o", tmp_path / "ok", "--json")
+        assert json.loads(r.output)["vocabulary"] == 3
 
 
 @pytest.mark.parametrize("name, content, where", [
