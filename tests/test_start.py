@@ -180,6 +180,7 @@ def test_auto_starts_over_from_the_assignment_when_the_topics_end_repeating(many
     assert auto["start"] == "assignment" and auto["repeated_topics"] < K // 10
     assert auto["train_seconds"] > first["train_seconds"] > 0 and first["docs"] > corpus.n_docs
     assert auto["docs"] == first["docs"] + corpus.n_docs - auto["held_aside"]     # both runs' documents
+    assert auto["batches"] > first["batches"] > 0 and auto["wall_seconds"] >= auto["train_seconds"]
     assert load_model(tmp_path / "auto").settings["start"] == "assignment"
     events = [json.loads(line)["event"] for line in open(tmp_path / "auto" / "metrics.jsonl")]
     assert events.count("start_over") == 1 and events[-1] == "summary" and events.count("summary") == 1

@@ -349,8 +349,9 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
                 f"starting over from a random assignment of the tokens (--start assignment, --local "
                 f"{config['local']})")
             return None, None, {"repeated_topics": repeated, "listed_topics": listed, "docs": state.docs,
-                                "tokens": int(state.tokens), "polish": summary.get("polish"),
-                                "train_seconds": state.train_seconds}
+                                "batches": state.batches, "tokens": int(state.tokens),
+                                "polish": summary.get("polish"), "train_seconds": state.train_seconds,
+                                "wall_seconds": summary["wall_seconds"]}
         record(dict(summary, event="summary"))
         log.close()
         if summary.get("polish"):
@@ -375,10 +376,10 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
 
 
 def _count_both_runs(summary, first):
-    """A run started over (_starts_over) counts the first run's documents and tokens with its own,
-    as its train_seconds does."""
-    summary["docs"] += first["docs"]
-    summary["tokens"] += first["tokens"]
+    """A run started over (_starts_over) counts the first run's documents, minibatches, tokens and
+    wall time with its own, as its train_seconds does."""
+    for count in ("docs", "batches", "tokens", "wall_seconds"):
+        summary[count] += first[count]
     summary["started_over"] = first
     for rate, count in (("docs_per_s", "docs"), ("tokens_per_s", "tokens")):
         summary[rate] = summary[count] / summary["train_seconds"] if summary["train_seconds"] else None
