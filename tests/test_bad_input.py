@@ -68,7 +68,7 @@ def test_bad_input(existing, case):
     before = snapshot(existing / "out")
     entries = set(p.name for p in existing.iterdir())
     r = CliRunner().invoke(cli, ["prepare", str(existing / name), "--vocab", str(existing / "vocab.txt"),
-                                 "--min-df", "1", "--max-df", "1", "-o", str(existing / "out")])
+                                 "-o", str(existing / "out")])
     assert r.exit_code == 2, r.output
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("topicscale: error: ") and where in lines[0], r.output
