@@ -321,6 +321,41 @@ def test_prepare_refuses_options_its_input_would_ignore(tmp_path, name, extra, m
         assert json.loads(r.output)["vocabulary"] == 3
 
 
+def test_prepare_refuses_inputs_that_would_lose_or_mislabel_documents(tmp_path):
+    """A held-out output that is the training output (one would replace the other), inputs whose
+    names say different formats (a .jsonl read as text), and an id with a line break (ids.txt
+    keeps one a line: every later document would take its predecessor's id) are refused with
+    nothing written."""
+    (tmp_path / "a.jsonl").write_text('{"id": "x", "text": "apple banana"}\n{"id": "y", "text": "banana"}\n')
+    (tmp_path / "b.txt").write_text("apple cherry\n")
+    (tmp_path / "c.jsonl").write_text('{"id": "x", "text": "apple"}\n{"id": "two\\nlines", "text": "b"}\n')
+    common = ["--min-df", "1", "--max-df", "1", "-o", tmp_path / "out"]
+    for args, message in (
+            ([tmp_path / "a.jsonl", "--heldout", "1", "--heldout-output", tmp_path / "out"],
+             "the held-out corpus would be written over the training corpus"),
+            ([tmp_path / "b.txt", tmp_path / "a.jsonl"], "b.txt: text, " + str(tmp_path / "a.jsonl") + ": jsonl"),
+            ([tmp_path / "c.jsonl"], "c.jsonl:2: field 'id' holds a line break")):
+        assert_user_error(run("prepare", *args, *common, ok=False), message)
+        assert not (tmp_path / "out").exists()
+
+
+def test_infer_and_fit_refuse_what_would_be_wrong_silently(sotu, tmp_path):
+    """infer on a corpus whose ids.txt lost a line names the file (was a traceback); fit with
+    --passes too small to hold one document writes nothing (was an untrained model)."""
+    import shutil
+    root, _ = sotu
+    shutil.copytree(root / "corpus", tmp_path / "c")
+    ids = (tmp_path / "c" / "ids.txt").read_text().splitlines()
+    (tmp_path / "c" / "ids.txt").write_text("\n".join(ids[:-1]) + "\n")
+    run("fit", tmp_path / "c", "-k", "3", "--passes", "0.1", "-q", "-o", tmp_path / "m")
+    r = run("infer", tmp_path / "m", tmp_path / "c", "-o", tmp_path / "theta.tsv", ok=False)
+    assert_user_error(r, f"ids.txt: has {len(ids) - 1} ids, manifest says {len(ids)} documents")
+    assert not (tmp_path / "theta.tsv").exists()
+    r = run("fit", tmp_path / "c", "-k", "3", "--passes", "0.0001", "-o", tmp_path / "none", ok=False)
+    assert_user_error(r, "--passes 0.0001 trains on no document")
+    assert not (tmp_path / "none").exists()
+
+
 @pytest.mark.parametrize("name, content, where", [
     ("bad.ldac", "2 0:1 1:2\n2 0:1 7:1\n", "bad.ldac:2"),          # word id out of range
     ("neg.ldac", "1 0:-3\n", "neg.ldac:1"),                        # negative count

@@ -193,6 +193,9 @@ def _directory_docs(path):
                    if n.endswith((".txt", ".txt.gz")) and os.path.isfile(os.path.join(path, n)))
     for name in names:
         file = os.path.join(path, name)
+        if "\n" in name or "\r" in name:
+            raise InputError(file, None, "a file name with a line break (its name is the document's id, "
+                                         "and ids.txt keeps one id a line)")
         text = "\n".join(line for _, line in iter_lines(file))
         yield name[:-7] if name.endswith(".txt.gz") else name[:-4], text, file, 1
 
@@ -216,6 +219,9 @@ def _jsonl_docs(path, text_field, id_field, several):
         doc_id = obj.get(id_field)
         if doc_id is None:
             doc_id = f"{shown}:{line_no}" if several else str(line_no)
+        elif isinstance(doc_id, str) and ("\n" in doc_id or "\r" in doc_id):
+            raise InputError(shown, line_no, f"field {id_field!r} holds a line break (ids.txt keeps one "
+                                             "id a line)")
         elif isinstance(doc_id, str) or (isinstance(doc_id, int) and not isinstance(doc_id, bool)):
             doc_id = str(doc_id)
         else:

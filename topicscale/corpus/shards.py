@@ -324,10 +324,15 @@ class Corpus:
         return read_lines(self.path / "ids.txt")
 
     def iter_ids(self):
-        """Document ids in row order, streamed."""
+        """Document ids in row order, streamed; an error when ids.txt has fewer than n_docs."""
+        count = 0
         with open(self.path / "ids.txt", encoding="utf-8") as fh:
             for line in fh:
+                count += 1
                 yield line.rstrip("\n")
+        if count < self.n_docs:
+            raise InputError(self.path / "ids.txt", None, f"has {count} ids, manifest says {self.n_docs} "
+                             "documents")
 
     def shard(self, i):
         """Shard i, checked on first use: (indptr in memory, {part: (file, data offset)}), or
