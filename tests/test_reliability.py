@@ -257,3 +257,20 @@ def test_stop_and_resume_is_bit_identical_for_every_algorithm(planted, tmp_path,
     assert load_model(tmp_path / "cut").step < load_model(tmp_path / "whole").step or algorithm == "batch"
     resume(tmp_path / "cut")
     assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()
+
+
+def test_a_run_stopped_over_a_replaced_model_leaves_no_log_of_that_model(planted, tmp_path, monkeypatch):
+    """fit --force over a model, stopped as by a signal: its partial model does not sit beside the
+    replaced model's metrics.jsonl (`report` showed that run's curve and score as the new model's);
+    resumed, the log holds this run's records alone."""
+    _, corpus, _ = planted
+    out = tmp_path / "m"
+    run("fit", corpus.path, "-k", "4", "--passes", "1", "--batch-size", "200", "-o", out)
+    assert (out / "metrics.jsonl").exists()
+    args = ["fit", corpus.path, "-k", "6", "--passes", "2", "--batch-size", "200", "--force", "-o", out]
+    r, _ = run_stopped(monkeypatch, 3, *args)
+    assert r.exit_code == 0 and "partial model" in r.output
+    assert not (out / "metrics.jsonl").exists()
+    resume(out)
+    summaries = [json.loads(line) for line in open(out / "metrics.jsonl") if '"summary"' in line]
+    assert [s["topics"] for s in summaries] == [6]

@@ -334,11 +334,14 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary["held_aside"] = int(aside.shape[0])
         if "kept" in summary.get("polish", {}):
             summary["polish"]["scored_on"] = score_pass.sweeps_scored_on(model)
+        continuing = bool(config["init_model"]) and Path(config["init_model"]).resolve() == output.resolve()
         if not finished:                        # stopped by a signal: partial model + checkpoint
             checkpoint(state)
             model.settings["partial"] = True
             model.save(output)
             model.settings.pop("partial")
+            if not continuing:                  # the replaced model's log; this run's is in RUN_LOG
+                (output / store.METRICS_FILE).unlink(missing_ok=True)
             say(f"topicscale: wrote a partial model to {output}; continue with "
                 f"`topicscale fit --resume {output}`")
             return summary, stop.signum, None
@@ -363,8 +366,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             again = summary.get("merge_after_polish", {})
             model.settings["merged"] = summary["merge"]["merged"] + again.get("merged", 0)
         model.save(output)
-        _finish_metrics(output, append=bool(config["init_model"])
-                        and Path(config["init_model"]).resolve() == output.resolve())
+        _finish_metrics(output, append=continuing)
         if config.get("report"):                # fit --report: the finished model's page
             from .report import write_report
             try:
