@@ -400,3 +400,18 @@ def test_cli_bbvi_is_reproducible(pipeline, tmp_path):
     assert np.array_equal(a.posteriors[0].mean, b.posteriors[0].mean)
     assert not np.array_equal(a.posteriors[0].mean, c.posteriors[0].mean)
     assert np.count_nonzero(a.posteriors[0].cov - np.diag(np.diag(a.posteriors[0].cov))) == 0   # mean-field
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--phi0", "0.5", "--max-iter", "3"], "--phi0, --max-iter go with --groups"),
+    (["--tol", "0.5"], "--tol goes with --groups"),
+    (["--samples", "5", "--seed", "2"], "--samples, --seed go with --method bbvi"),
+    (["--method", "jj", "--step-size", "0.1"], "--step-size goes with --method bbvi"),
+])
+def test_cli_refuses_options_the_fit_would_ignore(pipeline, tmp_path, extra, message):
+    """Hierarchical options without --groups and black-box VI's without --method bbvi changed
+    nothing (the same coefficients, not recorded); they are refused, as `fit` refuses options."""
+    root, _ = pipeline
+    r = run("classify", "fit", root / "theta.tsv", root / "labels.tsv", *extra, "-o", tmp_path / "c", ok=False)
+    assert r.exit_code == 2 and message in r.output.strip().splitlines()[-1], r.output
+    assert not (tmp_path / "c").exists()

@@ -32,6 +32,20 @@ def classify():
     """
 
 
+def _refuse_unused_options(hierarchical, bbvi):
+    """A usage error for options given on the command line that this fit would ignore: the
+    hierarchical model's without --groups, black-box VI's without --method bbvi."""
+    ctx = click.get_current_context()
+    for applies, names, needs in ((hierarchical, ("phi0", "phi1", "nu_extra", "max_iter", "tol"), "--groups"),
+                                  (bbvi, ("samples", "iterations", "step_size", "batch_size", "seed"),
+                                   "--method bbvi")):
+        given = [f"--{name.replace('_', '-')}" for name in names
+                 if not applies and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} {'go' if len(given) > 1 else 'goes'} with {needs} "
+                                   "(this fit would ignore " + ("them)" if len(given) > 1 else "it)"))
+
+
 @classify.command("fit")
 @click.argument("features")
 @click.argument("labels")
@@ -68,6 +82,7 @@ def fit_cmd(features, labels, output, groups, method, prior_variance, intercept,
     """
     from .data import labels_array, read_column, read_features
     from .model import FILENAME, Classifier
+    _refuse_unused_options(hierarchical=bool(groups), bbvi=method == "bbvi")
     if (Path(output) / FILENAME).exists() and not force:
         raise TopicscaleError(f"{output} already holds a classifier; use --force to replace it")
     table = read_features(features)
