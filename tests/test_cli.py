@@ -193,6 +193,11 @@ def test_config_preset_and_flags_override(sotu, tmp_path):
     cfg.write_text("topicz = 3\n")
     r = run("fit", root / "corpus", "--config", cfg, "-o", tmp_path / "x", ok=False)
     assert r.exit_code == 2 and "unknown setting 'topicz'" in r.output
+    for text, message in (('topics = "ten"\n', "topics: 'ten' is not a valid integer"),
+                          ("kappa = 2.0\n", "kappa: 2.0 is not in the range")):
+        cfg.write_text(text)            # a bad value names the file and its setting, not a flag
+        assert_user_error(run("fit", root / "corpus", "--config", cfg, "-o", tmp_path / "x", ok=False),
+                          f"{cfg}: {message}")
 
 
 # ------------------------------------------------------------------------------ errors

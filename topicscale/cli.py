@@ -281,7 +281,7 @@ def info(path, as_json):
 def _load_config(ctx, param, value):
     if value:
         from .config import load_defaults
-        ctx.default_map = {**(ctx.default_map or {}), **load_defaults(value, ctx.command)}
+        ctx.default_map = {**(ctx.default_map or {}), **load_defaults(value, ctx.command, ctx)}
     return value
 
 

@@ -19,20 +19,27 @@ def find_preset(spec):
     raise TopicscaleError(f"no config file {spec!r}" + (f" (presets: {', '.join(names)})" if names else ""))
 
 
-def load_defaults(spec, command):
-    """Read a preset into a click default_map for `command` (keys may use - or _)."""
+def load_defaults(spec, command, ctx=None):
+    """Read a preset into a click default_map for `command` (keys may use - or _); a value its
+    option's type refuses is an error that names the file and the setting."""
+    import click
     path = find_preset(spec)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise TopicscaleError(f"{path}: not valid TOML: {exc}") from None
-    names = {opt[2:].replace("-", "_"): p.name for p in command.params
-             for opt in getattr(p, "opts", ()) if opt.startswith("--") and p.name != "config"}
+    params = {opt[2:].replace("-", "_"): p for p in command.params
+              for opt in getattr(p, "opts", ()) if opt.startswith("--") and p.name != "config"}
     defaults = {}
     for key, value in data.items():
-        name = names.get(key.replace("-", "_"))
-        if name is None:
+        param = params.get(key.replace("-", "_"))
+        if param is None:
             raise TopicscaleError(f"{path}: unknown setting {key!r}; valid: "
-                                  f"{', '.join(sorted(n.replace('_', '-') for n in names))}")
-        defaults[name] = value
+                                  f"{', '.join(sorted(n.replace('_', '-') for n in params))}")
+        if not param.multiple and param.nargs == 1:
+            try:
+                param.type.convert(value, param, ctx)
+            except click.BadParameter as exc:
+                raise TopicscaleError(f"{path}: {key}: {exc.message}") from None
+        defaults[param.name] = value
     return defaults
