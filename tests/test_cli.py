@@ -275,7 +275,7 @@ def test_heldout_with_another_vocabulary_is_refused(model, tmp_path):
     r = run("eval", root / "model", tmp_path / "oc", ok=False)
     assert_user_error(r, "vocab.txt", "vocabulary differs from the model's")
     r = run("fit", root / "corpus", "-k", "2", "--heldout", tmp_path / "oc", "-o", tmp_path / "m", ok=False)
-    assert_user_error(r, "vocabulary differs")
+    assert_user_error(r, "vocabulary differs from the training corpus's", "--vocab CORPUS")
     assert not (tmp_path / "m").exists()                 # refused before the folder is made
 
 

@@ -81,11 +81,12 @@ def split_block(block, seed):
     return part(observed & scored), part(~observed & scored)
 
 
-def check_vocabulary(vocab, corpus):
+def check_vocabulary(vocab, corpus, of="the model's", prepare_with="MODEL"):
+    """Refuse a corpus whose vocabulary is not `vocab` (of the model, or of `of`)."""
     if corpus.n_words != len(vocab) or corpus.vocab != list(vocab):
         raise InputError(corpus.path / "vocab.txt", None,
-                         "vocabulary differs from the model's; prepare this corpus with "
-                         "`topicscale prepare ... --vocab MODEL` so its columns match")
+                         f"vocabulary differs from {of}; prepare this corpus with "
+                         f"`topicscale prepare ... --vocab {prepare_with}` so its columns match")
 
 
 def check_scorable(heldout):

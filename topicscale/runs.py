@@ -213,7 +213,8 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
         if config["heldout"]:                   # refused before the output folder is made
             from .evaluate import check_scorable, check_vocabulary
             heldout = Corpus(config["heldout"])
-            check_vocabulary(open_corpus(config["corpus"]).vocab, heldout)
+            check_vocabulary(open_corpus(config["corpus"]).vocab, heldout, of="the training corpus's",
+                             prepare_with="CORPUS")
             check_scorable(heldout)
     output.mkdir(parents=True, exist_ok=True)
     with OutputLock(output):
