@@ -270,6 +270,13 @@ def info(path, as_json):
                    **c.manifest.get("stats", {})}
     else:
         from .models import load_model
+        from .models.store import MODEL_FILE
+        if Path(path).is_dir() and not (Path(path) / MODEL_FILE).exists():
+            from .classify.model import FILENAME as CLASSIFIER_FILE
+            if (Path(path) / CLASSIFIER_FILE).exists():
+                raise TopicscaleError(f"{path} holds a classifier: `topicscale classify info {path}` describes it")
+            raise TopicscaleError(f"{path} is neither a topicscale corpus (no manifest.json) nor a model "
+                                  f"(no {MODEL_FILE})")
         m = load_model(path)
         from .coherence import model_diversity, model_repeats
         payload = {"type": "model", "path": path, "model": m.kind, **m.describe(),
