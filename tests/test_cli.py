@@ -269,6 +269,7 @@ def test_eval_says_why_documents_were_not_scored():
 
 def test_heldout_with_another_vocabulary_is_refused(model, tmp_path):
     root, _ = model
+    assert_user_error(run("fit", "--resume", root / "corpus", ok=False), "is a corpus; --resume takes the model")
     other = tmp_path / "other.txt"
     other.write_text("apple banana\nbanana cherry\napple cherry\n")
     run("prepare", other, "--min-df", "1", "--max-df", "1", "-o", tmp_path / "oc")
@@ -393,6 +394,7 @@ def test_not_a_model_or_corpus(tmp_path):
     assert_user_error(run("topics", tmp_path / "empty", ok=False), "not a topicscale model")
     assert_user_error(run("fit", tmp_path / "empty", "-o", tmp_path / "m", ok=False), "not a topicscale corpus")
     assert_user_error(run("info", tmp_path / "empty", ok=False), "neither a topicscale corpus")
+    assert_user_error(run("fit", "--resume", tmp_path / "empty", ok=False), "has no checkpoint to resume")
     (tmp_path / "clf").mkdir()
     (tmp_path / "clf" / "classifier.npz").write_bytes(b"")
     assert_user_error(run("info", tmp_path / "clf", ok=False), "holds a classifier: `topicscale classify info")

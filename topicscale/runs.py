@@ -201,6 +201,10 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
     each dask worker (--threads as given; default 1). Returns (summary, signal number or None)."""
     output = Path(config["output"])
     if resume:
+        from .corpus.shards import is_corpus_folder
+        if is_corpus_folder(output):
+            raise TopicscaleError(f"{output} is a corpus; --resume takes the model folder of an "
+                                  "interrupted run (fit's -o)")
         if not (output / CHECKPOINT_FILE).is_file():
             raise TopicscaleError(f"{output} has no checkpoint to resume (was the run finished, "
                                   "or killed before it started?)")
