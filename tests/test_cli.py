@@ -267,9 +267,13 @@ def test_eval_says_why_documents_were_not_scored():
     assert _unscored(10, 10) == ""
 
 
+def test_resume_of_a_corpus_folder_says_what_resume_takes(sotu):
+    root, _ = sotu
+    assert_user_error(run("fit", "--resume", root / "corpus", ok=False), "is a corpus; --resume takes the model")
+
+
 def test_heldout_with_another_vocabulary_is_refused(model, tmp_path):
     root, _ = model
-    assert_user_error(run("fit", "--resume", root / "corpus", ok=False), "is a corpus; --resume takes the model")
     other = tmp_path / "other.txt"
     other.write_text("apple banana\nbanana cherry\napple cherry\n")
     run("prepare", other, "--min-df", "1", "--max-df", "1", "-o", tmp_path / "oc")
