@@ -141,7 +141,8 @@ RUN_OPTIONS = (
            "under 0.002 nats a word over the best (scored on --heldout, else on one document in 20, at "
            "most 1000, held aside from training), at most 50; or until --time-limit / --max-docs when "
            "one is given"),
-    Option("max_docs", ("--max-docs",), click.IntRange(1), "Stop after the minibatch that reaches this many documents."),
+    Option("max_docs", ("--max-docs",), click.IntRange(1),
+           "Stop after the minibatch that reaches this many documents."),
     Option("time_limit", ("--time-limit",), click.FloatRange(0, min_open=True),
            "Stop after this many seconds of training."),
     Option("seed", ("--seed",), int, "Seed: same seed, same model, bit for bit.", 0),
