@@ -92,7 +92,9 @@ def topic_coherence(model_path, model, top_n):
         measures = list(dict.fromkeys(m for scores in saved.values() for m in scores))
         counted = coherence.record_windows(record)
         where = ", ".join(f"in {counted[m]} for {m}" for m in measures if m in counted)
-        return measures, saved, (f"Coherence as `topicscale eval --coherence` saved it in "
+        scored = (f" of each topic's top {record['top_n']} words" if isinstance(record.get("top_n"), int) else "")
+        scored += f" in {record['reference']}" if isinstance(record.get("reference"), str) else ""
+        return measures, saved, (f"Coherence{scored} as `topicscale eval --coherence` saved it in "
                                  f"{Path(model_path) / coherence.SCORES_FILE}"
                                  + (f" (co-occurrences counted {where})." if where else "."))
     reference = model.settings.get("corpus")
