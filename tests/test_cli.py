@@ -384,7 +384,9 @@ def test_empty_corpus_is_an_error_and_empty_documents_are_counted(tmp_path):
     src = tmp_path / "e.txt"
     src.write_text("\n\nthe of and\n")
     r = run("prepare", src, "-o", tmp_path / "out", ok=False)
-    assert_user_error(r, "e.txt")
+    assert_user_error(r, "e.txt", "no word in 3 training documents")     # not a --min-df matter
+    r = run("prepare", "-", "-o", tmp_path / "out", input="", ok=False)
+    assert_user_error(r, "<stdin>: no training document")
     assert not (tmp_path / "out").exists()
     r = run("prepare", "-", "--min-df", "1", "--max-df", "1", "-o", tmp_path / "s", "--json",
             input="alpha beta\n\nbeta gamma\n")

@@ -220,6 +220,10 @@ def _prepare_text(files, fmt, vocab_spec, output, heldout_output, heldout, seed,
                 doc_freq.update(set(tokenizer(text)))
                 n_train += 1
             bar.update()
+        if not doc_freq:
+            raise InputError(files[0], None, "no training document" if not n_train else
+                             f"no word in {n_train} training documents (tokens are what --token-pattern "
+                             "matches, less the stop words)")
         vocab = prune_vocabulary(doc_freq, n_train, min_df, max_df, max_vocab)
         if not vocab:
             raise InputError(files[0], None, f"no word passes --min-df {min_df} / --max-df {max_df} "
