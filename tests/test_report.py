@@ -187,6 +187,17 @@ def test_a_model_fitted_without_heldout_says_why_there_is_no_curve(models, tmp_p
     assert "fitted without --heldout" in text and "held-out per-word log likelihood against" not in text
 
 
+def test_a_partial_model_says_so_and_how_to_continue(corpora, tmp_path, monkeypatch):
+    from clirun import run_stopped
+    _, train, _ = corpora
+    r, _ = run_stopped(monkeypatch, 2, "fit", train, "-k", "4", *FIT, "--passes", "2", "-o", tmp_path / "m")
+    assert "partial model" in r.output
+    facts = dict(report.describe(tmp_path / "m", load_model(tmp_path / "m")))
+    assert f"fit --resume {tmp_path / 'm'}" in facts["partial"]
+    run("fit", "--resume", tmp_path / "m")
+    assert "partial" not in dict(report.describe(tmp_path / "m", load_model(tmp_path / "m")))
+
+
 def test_report_heldout_scores_by_evals_default_protocol(lda, corpora, tmp_path):
     _, _, heldout = corpora
     data = report.gather(lda, heldout=heldout)

@@ -140,6 +140,8 @@ def describe(model_path, model):
              ("documents seen", model.docs_seen), ("global steps", model.step)]
     facts += [(name, s[key]) for name, key in (("algorithm", "algorithm"), ("local step", "local"),
                                                ("training corpus", "corpus"), ("seed", "seed")) if key in s]
+    if s.get("partial"):
+        facts.append(("partial", f"training was stopped; `topicscale fit --resume {model_path}` continues it"))
     facts.append(("diversity (top 25 words)", f"{model_diversity(model):.3f}"))
     facts.append(("repeated topics (over half of the top 10 shared)", model_repeats(model)))
     return facts
