@@ -182,9 +182,9 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
     --min-df, --max-df and --max-vocab. Empty documents are skipped and counted.
     """
     from .corpus.prepare import prepare as run
-    from .corpus.readers import BOW_FORMATS, guess_format
+    from .corpus.readers import BOW_FORMATS, inputs_format
     from .corpus.tokenize import DEFAULT_TOKEN_PATTERN
-    _refuse_unused_prepare_options(fmt or guess_format(inputs[0]), vocab, BOW_FORMATS)
+    _refuse_unused_prepare_options(inputs_format(inputs, fmt), vocab, BOW_FORMATS)
     summary = run(inputs, output, fmt=fmt, vocab=vocab, heldout=_heldout_spec(heldout),
                   heldout_output=heldout_output, seed=seed, min_df=min_df, max_df=max_df,
                   max_vocab=max_vocab, stopwords=stopwords,
@@ -203,7 +203,7 @@ def _refuse_unused_prepare_options(fmt, vocab, bow_formats):
     """A usage error for options given on the command line that this input would ignore: the
     text options with a bag of words, the vocabulary's pruning with a fixed --vocab, and the JSON
     fields with plain text."""
-    ctx = click.get_current_context()
+    from . import options
     text_only = ("min_df", "max_df", "max_vocab", "stopwords", "token_pattern", "text_field", "id_field")
     if fmt in bow_formats:
         unused, why = text_only, f"{fmt} input is already a bag of words"
@@ -211,8 +211,7 @@ def _refuse_unused_prepare_options(fmt, vocab, bow_formats):
         unused, why = ("min_df", "max_df", "max_vocab"), "--vocab fixes the vocabulary"
     else:
         unused, why = ("text_field", "id_field") if fmt == "text" else (), "text input has no JSON fields"
-    given = [f"--{name.replace('_', '-')}" for name in unused
-             if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+    given = options.given_flags(unused)
     if given:
         raise click.UsageError(f"{', '.join(given)} {'do' if len(given) > 1 else 'does'} not apply: {why}")
 

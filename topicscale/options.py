@@ -220,6 +220,14 @@ def owned(model, algorithm, local):
              | set(registry.LOCAL_STEPS[local].options)) - set(c.step.refuses))
 
 
+def given_flags(names):
+    """The --flags, of the running click command's parameters `names`, that its command line
+    sets (not a default, a config file or the environment)."""
+    ctx = click.get_current_context()
+    return [f"--{name.replace('_', '-')}" for name in names
+            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+
+
 def given_options(config):
     """The declared options a run's configuration sets (to anything but None)."""
     return {name for name in BY_NAME if config.get(name) is not None}

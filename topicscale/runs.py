@@ -211,14 +211,14 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
     else:
         _check_output(output, config["force"], config["init_model"])
         config = with_defaults(config)
-        if planned_docs(open_corpus(config["corpus"]).n_docs, run_limits(config)) == 0:
+        training = open_corpus(config["corpus"])
+        if planned_docs(training.n_docs, run_limits(config)) == 0:
             raise TopicscaleError(f"--passes {config['passes']:g} trains on no document of "
                                   f"{config['corpus']}; give a share of a pass that holds one or more")
         if config["heldout"]:                   # refused before the output folder is made
             from .evaluate import check_scorable, check_vocabulary
             heldout = Corpus(config["heldout"])
-            check_vocabulary(open_corpus(config["corpus"]).vocab, heldout, of="the training corpus's",
-                             prepare_with="CORPUS")
+            check_vocabulary(training.vocab, heldout, of="the training corpus's", prepare_with="CORPUS")
             check_scorable(heldout)
     output.mkdir(parents=True, exist_ok=True)
     with OutputLock(output):

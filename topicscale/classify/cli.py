@@ -5,6 +5,7 @@ from pathlib import Path
 import click
 
 from ..errors import InputError, TopicscaleError
+from ..options import given_flags
 
 
 def _emit(as_json, payload, lines):
@@ -35,12 +36,10 @@ def classify():
 def _refuse_unused_options(hierarchical, bbvi):
     """A usage error for options given on the command line that this fit would ignore: the
     hierarchical model's without --groups, black-box VI's without --method bbvi."""
-    ctx = click.get_current_context()
     for applies, names, needs in ((hierarchical, ("phi0", "phi1", "nu_extra", "max_iter", "tol"), "--groups"),
                                   (bbvi, ("samples", "iterations", "step_size", "batch_size", "seed"),
                                    "--method bbvi")):
-        given = [f"--{name.replace('_', '-')}" for name in names
-                 if not applies and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+        given = [] if applies else given_flags(names)
         if given:
             raise click.UsageError(f"{', '.join(given)} {'go' if len(given) > 1 else 'goes'} with {needs} "
                                    "(this fit would ignore " + ("them)" if len(given) > 1 else "it)"))

@@ -146,13 +146,7 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
     also write the documents left with no word of the vocabulary (infer's rows), counted as
     "empty_kept" in place of "skipped_empty"."""
     inputs = [os.fspath(p) for p in inputs]
-    if not fmt:
-        guessed = {p: readers.guess_format(p) for p in inputs}
-        if len(set(guessed.values())) > 1:
-            shown = ", ".join(f"{p}: {f}" for p, f in guessed.items())
-            raise TopicscaleError(f"the inputs' names say different formats ({shown}); prepare them one "
-                                  "format at a time, or give --format")
-        fmt = guessed[inputs[0]]
+    fmt = readers.inputs_format(inputs, fmt)
     output = Path(output)
     heldout_output = Path(heldout_output) if heldout_output else output.with_name(output.name + "-heldout")
     if heldout and heldout_output.resolve() == output.resolve():

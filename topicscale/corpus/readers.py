@@ -118,6 +118,19 @@ _EMPTY = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32))
 
 # ---------------------------------------------------------------- formats and vocabularies
 
+def inputs_format(inputs, fmt=None):
+    """`fmt`, or the one format the inputs' names say (guess_format); inputs whose names say
+    different formats are refused rather than all read as the first one's."""
+    if fmt:
+        return fmt
+    guessed = {os.fspath(p): guess_format(p) for p in inputs}
+    if len(set(guessed.values())) > 1:
+        shown = ", ".join(f"{p}: {f}" for p, f in guessed.items())
+        raise TopicscaleError(f"the inputs' names say different formats ({shown}); prepare them one "
+                              "format at a time, or give --format")
+    return guessed[os.fspath(inputs[0])]
+
+
 def guess_format(path):
     """The format implied by a file name: docword*.txt -> uci, *.ldac/*.lda-c -> ldac,
     *.mm/*.mtx -> mm, *.jsonl/*.ndjson/*.json -> jsonl, *.txt, a directory or "-" -> text
