@@ -172,6 +172,23 @@ def test_heldout_split_is_disjoint_seeded_and_covers_the_document(tmp_path):
     assert np.array_equal(pi, oi[op[10]:op[20]])
 
 
+def test_split_kernel_matches_a_lexsort_reference():
+    """kernels/split.observed_entries against numpy: lexsort by (document, key), first half kept;
+    ties in the keys (few distinct keys) keep entry order, one-entry documents keep nothing."""
+    from topicscale.kernels.split import observed_entries
+    rng = np.random.default_rng(3)
+    for distinct_keys in (4, 2**63):
+        lengths = rng.integers(0, 12, size=300)
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        keys = rng.integers(0, distinct_keys, size=indptr[-1], dtype=np.uint64)
+        doc = np.repeat(np.arange(lengths.shape[0]), lengths)
+        order = np.lexsort((keys, doc))
+        rank = np.empty_like(doc)
+        rank[order] = np.arange(doc.shape[0]) - indptr[doc[order]]
+        expected = (rank < lengths[doc] // 2) & (lengths[doc] >= 2)
+        assert np.array_equal(observed_entries(indptr, keys), expected)
+
+
 def test_prune_vocabulary():
     df = {"a": 1, "b": 2, "c": 5, "d": 3, "e": 3}
     assert prune_vocabulary(df, 10, min_df=2, max_df=0.4, max_vocab=0) == ["b", "d", "e"]

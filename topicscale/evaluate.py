@@ -59,26 +59,33 @@ def _hash(x):
         return x ^ (x >> np.uint64(31))
 
 
-def split_block(block, seed):
-    """Split a CSR block into (observed, held-out) CSR triples over the same documents."""
+def split_masks(block, seed):
+    """(document of each entry, observed entries, held-out entries) of a CSR block: a document's
+    distinct words ordered by a hash of (seed, row number, word id), the first half observed
+    (kernels/split.py); a document of one word is not scored."""
+    from .kernels.split import observed_entries
     lengths = np.diff(block.indptr)
     doc = np.repeat(np.arange(block.n_docs), lengths)
     with np.errstate(over="ignore"):
         key = _hash(np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
                     ^ _hash(block.rows[doc].astype(np.uint64) + np.uint64(1))
                     ^ (block.indices.astype(np.uint64) << np.uint64(20)))
-    order = np.lexsort((key, doc))          # by document, then by key
-    rank = np.empty_like(doc)
-    rank[order] = np.arange(doc.shape[0]) - block.indptr[doc[order]]
-    observed = (rank < lengths[doc] // 2)
-    scored = lengths[doc] >= 2
+    observed = observed_entries(block.indptr, key)
+    return doc, observed, ~observed & (lengths[doc] >= 2)
+
+
+def split_block(block, seed, indices=None):
+    """Split a CSR block into (observed, held-out) CSR triples over the same documents
+    (split_masks), their indices taken from `indices` (default: the block's word ids)."""
+    doc, observed, heldout = split_masks(block, seed)
+    indices = block.indices if indices is None else indices
 
     def part(mask):
         ptr = np.zeros(block.n_docs + 1, dtype=np.int64)
         np.cumsum(np.bincount(doc[mask], minlength=block.n_docs), out=ptr[1:])
-        return ptr, block.indices[mask], block.counts[mask]
+        return ptr, indices[mask], block.counts[mask]
 
-    return part(observed & scored), part(~observed & scored)
+    return part(observed), part(heldout)
 
 
 def check_vocabulary(vocab, corpus, of="the model's", prepare_with="MODEL"):
@@ -136,10 +143,9 @@ def completion_split(block, seed):
     """A CSR block (Rows) made ready for document completion: (its distinct words, ascending;
     the observed and held-out halves as CSR triples whose indices point into those words). The
     split hashes the global word ids."""
-    words = np.unique(block.indices)
-    (optr, oind, ocnt), (hptr, hind, hcnt) = split_block(block, seed)
-    return (words, (optr, np.searchsorted(words, oind).astype(np.int32), ocnt),
-            (hptr, np.searchsorted(words, hind).astype(np.int32), hcnt))
+    from .kernels.minibatch import distinct_words
+    words, local = distinct_words(block.indices)
+    return (words, *split_block(block, seed, indices=local))
 
 
 def complete_documents(observed, heldout, local, estep_rows, score_rows, prior):
