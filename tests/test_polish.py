@@ -281,8 +281,8 @@ def run_auto(corpus, scores, monkeypatch, max_sweeps=100, stop_requested=lambda:
 
 
 @pytest.mark.parametrize("scores,repeating,sweeps,kept", [
-    ([-5.0, -5.009, -5.0085], 0, 10, 0),         # within a check's gain of the passes: the passes' topics
-    ([-5.0, -5.009, -5.0085], 1, 10, 10),        # ... unless they repeat one another
+    ([-5.0, -5.005, -5.004], 0, 10, 0),          # within a check's gain of the passes: the passes' topics
+    ([-5.0, -5.005, -5.004], 1, 10, 10),         # ... unless they repeat one another
     ([-5.0, -5.02, -5.03], 1, 10, 0),            # the sweeps lose by more than REPEAT_MARGIN
     ([-5.0, -5.0, -4.9, -4.91, -4.92], 1, 20, 10),
     ([-5.0, -5.3, -5.2, -5.21, -5.22], 2, 20, 10)])  # a tenth repeat or more: the passes are not kept
@@ -336,11 +336,10 @@ def test_an_hdp_keeps_its_residual_with_the_passes_topics_and_none_with_the_swee
 @pytest.mark.parametrize("scores,sweeps,kept", [
     ([-5.0, -5.1, -5.2], 10, 0),                 # the first two checks lose: the passes' topics stay
     ([-5.0, -5.0, -4.9, -4.91, -4.92], 20, 10),  # a flat first check, then a gain: go on
-    ([-5.0, -4.999, -4.998], 10, 10),           # two gains under 5 sweeps' MIN_GAIN: stop
-    ([-5.0, -4.995, -4.99, -4.99, -4.99], 20, 10),     # gains of 0.001 a sweep go on
+    ([-5.0, -4.995, -4.99], 10, 10),             # two gains under 5 sweeps' MIN_GAIN: stop
     ([-5.0, -4.9, -4.95, -4.96], 15, 5),         # two losses after a gain: the best check's topics
     ([-5.0, -4.9, -4.95, -4.8, -4.9, -4.85], 25, 15),   # a gain between two misses goes on
-    ([-5.0, -4.9, -4.8, -4.799, -4.798], 20, 20),       # two gains under it stop, and are kept
+    ([-5.0, -4.9, -4.8, -4.795, -4.79], 20, 20),        # two gains under it stop, and are kept
     ([-5.0, -4.0, -3.0, -2.0, -1.0, 0.0], 25, 25),      # the cap (25 here) stops a run that gains
 ])
 def test_auto_stops_when_checks_gain_too_little_and_keeps_the_best_topics(planted, monkeypatch, scores,

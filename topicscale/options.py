@@ -119,7 +119,7 @@ PART_OPTIONS = (
            "auto: scored every 5 sweeps on the documents the passes were scored on (by a CVB0 fold-in "
            "under the model's prior; an HDP trained with the mean-field document step: as its passes), "
            "keeping the best-scoring topics (the passes' own when none beats them, but not an LDA's when "
-           "a tenth of them or more repeat another); stops when two checks in a row gain under 0.0005 nats "
+           "a tenth of them or more repeat another); stops when two checks in a row gain under 0.002 nats "
            "a word a sweep over the best (at most 100; from assignment, at least 20); none when its "
            "numbers would exceed 4 GiB or half the memory available (except after the assignment start, "
            "given or started over from).",

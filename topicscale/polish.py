@@ -55,9 +55,9 @@ SPILL_FILE = ".polish.tmp"   # a name runs.run_fit removes when a killed run lef
 AUTO = "auto"
 CHECK_SWEEPS = 5            # auto: sweeps between scores
 MAX_SWEEPS = 100            # auto: cap
-MIN_GAIN = 0.0005           # auto: nats a word a sweep; a quarter of convergence.MIN_GAIN (a
-                            # pass's), as the sweeps' last gains still sharpen the topics
-REPEAT_MARGIN = 0.01        # auto: what repeating passes' topics must win by
+MIN_GAIN = 0.002            # auto: nats a word a sweep, as convergence.MIN_GAIN is a pass's
+                            # (a sweep costs about what a pass does)
+REPEAT_MARGIN = CHECK_SWEEPS * MIN_GAIN   # auto: what repeating passes' topics must win by
 FLAT_SWEEPS = 20            # from the assignment start: opening sweeps at FLAT_ALPHA x alpha
 FLAT_ALPHA = 20.0
 RELIED_MIN_SWEEPS = 20      # auto from the assignment start: sweeps at alpha before checks may stop
