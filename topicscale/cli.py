@@ -182,9 +182,9 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
     --min-df, --max-df and --max-vocab. Empty documents are skipped and counted.
     """
     from .corpus.prepare import prepare as run
-    from .corpus.readers import BOW_FORMATS, inputs_format
+    from .corpus.readers import inputs_format
     from .corpus.tokenize import DEFAULT_TOKEN_PATTERN
-    _refuse_unused_prepare_options(inputs_format(inputs, fmt), vocab, BOW_FORMATS)
+    _refuse_unused_prepare_options(inputs_format(inputs, fmt), vocab)
     summary = run(inputs, output, fmt=fmt, vocab=vocab, heldout=_heldout_spec(heldout),
                   heldout_output=heldout_output, seed=seed, min_df=min_df, max_df=max_df,
                   max_vocab=max_vocab, stopwords=stopwords,
@@ -199,13 +199,14 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
     _emit(as_json, summary, lines)
 
 
-def _refuse_unused_prepare_options(fmt, vocab, bow_formats):
+def _refuse_unused_prepare_options(fmt, vocab):
     """A usage error for options given on the command line that this input would ignore: the
     text options with a bag of words, the vocabulary's pruning with a fixed --vocab, and the JSON
     fields with plain text."""
     from . import options
+    from .corpus.readers import BOW_FORMATS
     text_only = ("min_df", "max_df", "max_vocab", "stopwords", "token_pattern", "text_field", "id_field")
-    if fmt in bow_formats:
+    if fmt in BOW_FORMATS:
         unused, why = text_only, f"{fmt} input is already a bag of words"
     elif vocab:
         unused, why = ("min_df", "max_df", "max_vocab"), "--vocab fixes the vocabulary"
