@@ -211,6 +211,7 @@ def test_non_finite_state_stops_with_a_clear_error(planted, tmp_path, monkeypatc
     out = tmp_path / "m"
     r = run("fit", corpus.path, "-k", "4", "--batch-size", "50", "--checkpoint-every", "1", "-o", out, ok=False)
     assert r.exit_code == 2 and "non-finite" in r.output
+    assert f"checkpoint in {out} is kept" in r.output and f"fit --resume {out}" in r.output
     assert not (out / "model.npz").exists()
     with np.load(out / "checkpoint.npz") as z:
         assert np.all(np.isfinite(z["lambda"]))
@@ -241,7 +242,7 @@ def test_second_signal_aborts_at_once_without_writing(planted, tmp_path, monkeyp
     out = tmp_path / "model"
     r = CliRunner().invoke(cli, ["fit", str(corpus.path), "-k", "4", "--batch-size", "50", "-o", str(out)])
     assert r.exit_code == 130 and "interrupted" in r.output
-    assert not (out / "model.npz").exists() and lock_is_free(out)
+    assert not out.exists()             # the folder it made held nothing but the untrained start
 
 
 @pytest.mark.parametrize("algorithm", ["svi", "scvb0", "ssmf-a", "batch"])
@@ -274,3 +275,31 @@ def test_a_run_stopped_over_a_replaced_model_leaves_no_log_of_that_model(planted
     resume(out)
     summaries = [json.loads(line) for line in open(out / "metrics.jsonl") if '"summary"' in line]
     assert [s["topics"] for s in summaries] == [6]
+
+
+def test_a_fit_failing_before_it_saved_any_training_leaves_nothing_behind(planted, reference, tmp_path):
+    """A corpus damaged past its first shard fails the first pass: a model folder the fit made is
+    removed, and an existing model it was to replace (--force) is left as it was, with no
+    checkpoint that would make the next fit ask for --resume."""
+    import shutil
+    _, corpus, _ = planted
+    damaged = tmp_path / "damaged"
+    shutil.copytree(corpus.path, damaged)
+    last = sorted(damaged.glob("shard-*.indices.npy"))[-1]
+    ids = np.load(last, mmap_mode="r+")
+    ids[-1] = 10 ** 6
+    ids.flush()
+    del ids
+    new = tmp_path / "new"
+    r = run("fit", damaged, "-k", "4", "--batch-size", "50", "-o", new, ok=False)
+    assert r.exit_code == 2 and f"{last.name}: word id out of range" in r.output
+    assert "is kept" not in r.output and not new.exists()
+
+    old = tmp_path / "old"
+    shutil.copytree(reference, old)
+    files = {p.name: p.read_bytes() for p in old.iterdir() if p.name != ".lock"}
+    r = run("fit", damaged, "-k", "4", "--batch-size", "50", "--force", "-o", old, ok=False)
+    assert r.exit_code == 2 and "word id out of range" in r.output
+    assert {p.name: p.read_bytes() for p in old.iterdir() if p.name != ".lock"} == files
+    r = run("fit", corpus.path, "-k", "4", "--batch-size", "50", "-o", old, ok=False)
+    assert "already holds a model" in r.output

@@ -22,7 +22,7 @@ from .coherence import listed_repeats, many_repeat
 from .corpus.shards import Corpus, open_corpus
 from .corpus.subset import CorpusWithout
 from .errors import TopicscaleError
-from .guards import OutputLock, StopOnSignal
+from .guards import LOCK_FILE, OutputLock, StopOnSignal
 from .merge import Merge
 from .models import load_model, store
 from .polish import AUTO, Polish, fits_in_memory, outcome as polish_outcome, responsibilities_bytes
@@ -220,8 +220,9 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
             heldout = Corpus(config["heldout"])
             check_vocabulary(training.vocab, heldout, of="the training corpus's", prepare_with="CORPUS")
             check_scorable(heldout)
+    created = not output.exists()
     output.mkdir(parents=True, exist_ok=True)
-    with OutputLock(output):
+    with OutputLock(output), _undone_on_failure(output, created, fresh=not resume):
         for leftover in output.glob(".*.tmp"):         # a killed run's unrenamed atomic_file writes
             leftover.unlink()
         if resume:
@@ -383,6 +384,39 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         return summary, None, None
     finally:
         log.close()
+
+
+@contextlib.contextmanager
+def _undone_on_failure(output, created, fresh):
+    """A new fit that fails before it saved any training leaves OUTPUT as it found it: the
+    checkpoint of its start and its log go, and so does the folder when the fit made it. A
+    checkpoint that holds training is kept for --resume, which the error then names."""
+    try:
+        yield
+    except BaseException as exc:
+        checkpoint = output / CHECKPOINT_FILE
+        if fresh and (not checkpoint.exists() or _checkpoint_docs(output) == 0):
+            checkpoint.unlink(missing_ok=True)
+            (output / RUN_LOG).unlink(missing_ok=True)
+            if created and [p.name for p in output.iterdir()] == [LOCK_FILE]:
+                try:
+                    (output / LOCK_FILE).unlink()   # still locked: a fit opening it now makes its own
+                    output.rmdir()
+                except OSError:
+                    pass
+        elif isinstance(exc, TopicscaleError) and checkpoint.exists():
+            raise TopicscaleError(f"{exc}\n(the run's checkpoint in {output} is kept: once the cause is "
+                                  f"fixed, `topicscale fit --resume {output}` continues it)") from None
+        raise
+
+
+def _checkpoint_docs(output):
+    """Documents the run saved in OUTPUT's checkpoint had trained on (None if it is unreadable)."""
+    try:
+        meta, _, _ = store.load(output, filename=CHECKPOINT_FILE)
+    except TopicscaleError:
+        return None
+    return meta["run"]["state"]["docs"]
 
 
 def _count_both_runs(summary, first):
