@@ -621,3 +621,26 @@ def test_threads_outside_the_cores_are_refused(sotu, tmp_path):
     r = run("fit", root / "corpus", "--threads", "0", "-o", tmp_path / "m", ok=False)
     assert r.exit_code == 2 and "--threads" in r.output and "must be between 1 and" in r.output
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_prepare_counts_and_names_repeated_document_ids(tmp_path, monkeypatch, collide):
+    """Repeated ids are written as given (a bag of words may repeat them) but counted, and the
+    first is named with both files and lines; an empty document skipped is no repeat. With every
+    id hashed alike, only equal ids count."""
+    from topicscale.corpus import prepare as prepare_module
+    if collide:
+        monkeypatch.setattr(prepare_module, "hash", lambda doc_id: 7, raising=False)
+    rows = [("a", "red green blue"), ("b", "green blue"), ("a", "blue red"), ("c", "red"),
+            ("b", "green red"), ("c", "the of")]      # the last is empty once stop words go
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in rows))
+    r = run("prepare", source, "--min-df", "1", "--max-df", "1", "-q", "--json", "-o", tmp_path / "c")
+    summary = json.loads(r.stdout)
+    assert summary["repeated_ids"] == 2 and summary["skipped_empty"] == 1
+    assert summary["first_repeated_id"] == f"'a' at {source}:1 and {source}:3"
+    assert "warning: 2 document(s) repeat an earlier one's id (first 'a'" in r.stderr
+    assert (tmp_path / "c" / "ids.txt").read_text().split() == ["a", "b", "a", "c", "b"]
+    source.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip("abcd", ["red", "green", "blue", "red blue"])))
+    r = run("prepare", source, "--min-df", "1", "--max-df", "1", "-q", "--json", "-o", tmp_path / "d")
+    assert json.loads(r.stdout)["repeated_ids"] == 0 and "warning" not in r.stderr

@@ -196,6 +196,10 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
         lines.append(f"wrote {summary['heldout_output']}: {summary['heldout_documents']} held-out documents")
     lines.append(f"skipped {summary['skipped_empty']} empty documents; "
                  f"dropped {summary['dropped_tokens']} out-of-vocabulary tokens")
+    if summary.get("repeated_ids"):
+        click.echo(f"topicscale: warning: {summary['repeated_ids']} document(s) repeat an earlier one's id "
+                   f"(first {summary['first_repeated_id']}); `infer` writes their rows under the same id, "
+                   "and `classify` refuses to match labels to them by id", err=True)
     _emit(as_json, summary, lines)
 
 

@@ -11,6 +11,7 @@ documents) so that the vocabulary is built from the training documents only: hel
 documents are encoded with it like new text, unknown words dropped and counted. Both corpora
 appear atomically, or not at all.
 """
+import array
 import collections
 import contextlib
 import os
@@ -98,6 +99,7 @@ class _Split:
         self.held = held
         self.keep_empty = keep_empty
         self.empty = 0
+        self.id_hashes, self.positions = array.array("q"), array.array("q")    # of the documents written
 
     def is_held(self, position):
         i = np.searchsorted(self.held, position)
@@ -109,6 +111,17 @@ class _Split:
             if not self.keep_empty:
                 return
         (self.heldout if self.is_held(position) else self.train).add(doc_id, ids, counts, tokens)
+        self.id_hashes.append(hash(doc_id))
+        self.positions.append(position)
+
+    def same_hashed_ids(self):
+        """Input positions of written documents whose ids hash alike, a list a hash (ascending):
+        every repeated id is among them, and so are different ids whose hashes collide."""
+        hashes, positions = np.frombuffer(self.id_hashes, np.int64), np.frombuffer(self.positions, np.int64)
+        order = np.argsort(hashes, kind="stable")
+        ordered = hashes[order]
+        bounds = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), len(order)]
+        return [positions[order[a:b]].tolist() for a, b in zip(bounds[:-1], bounds[1:]) if b - a > 1]
 
     def close(self, input_name, stats):
         if self.train.n_docs == 0:
@@ -235,11 +248,38 @@ def _prepare_text(files, fmt, vocab_spec, output, heldout_output, heldout, seed,
                 heldout_dropped += unknown
             split.add(position, doc_id, ids, counts, order if keep_order else None)
             bar.update()
+        repeated = repeated_ids(docs, split.same_hashed_ids())
         split.close(files[0], {"dropped_tokens": dropped, "heldout_dropped_tokens": heldout_dropped})
     except BaseException as exc:
         split.abort(exc)
         raise
-    return _summary(split, output, heldout_output, len(vocab), dropped, heldout_dropped)
+    summary = _summary(split, output, heldout_output, len(vocab), dropped, heldout_dropped)
+    summary["repeated_ids"], first = repeated
+    if first:
+        summary["first_repeated_id"] = first
+    return summary
+
+
+def repeated_ids(docs, groups):
+    """(how many written documents repeat an earlier one's id, the first such as "ID at FILE:LINE
+    and FILE:LINE" or None). groups: input positions of ids that hash alike (_Split.same_hashed_ids);
+    `docs()` reads the input again to see which ids are equal."""
+    wanted = {p for group in groups for p in group}
+    found = {position: (doc_id, f"{path}:{line}") for position, (doc_id, _, path, line) in enumerate(docs())
+             if position in wanted} if wanted else {}
+    repeats = []                        # (position, id, where first, where again)
+    for group in groups:
+        first_at = {}
+        for position in group:
+            doc_id, where = found[position]
+            if doc_id in first_at:
+                repeats.append((position, doc_id, first_at[doc_id], where))
+            else:
+                first_at[doc_id] = where
+    if not repeats:
+        return 0, None
+    _, doc_id, where, again = min(repeats)
+    return len(repeats), f"{doc_id!r} at {where} and {again}"
 
 
 def _summary(split, output, heldout_output, n_words, dropped, heldout_dropped=0):
