@@ -93,14 +93,16 @@ def spooled_stdin(inputs):
 class _Split:
     """Route documents (by input position) to the training or held-out writer."""
 
-    def __init__(self, output, heldout_output, vocab, held, source, keep_order=False, keep_empty=False):
+    def __init__(self, output, heldout_output, vocab, held, source, keep_order=False, keep_empty=False,
+                 input_ids=False):
         self.train = CorpusWriter(output, vocab, source=source, keep_order=keep_order)
         self.heldout = (CorpusWriter(heldout_output, vocab, source=source, keep_order=keep_order)
                         if len(held) else None)
         self.held = held
         self.keep_empty = keep_empty
         self.empty = 0
-        self.id_hashes, self.positions = array.array("q"), array.array("q")    # of the documents written
+        # input_ids: the ids come from the input (not numbered), so may repeat: hashed to find repeats
+        self.id_hashes, self.positions = (array.array("q"), array.array("q")) if input_ids else (None, None)
 
     def is_held(self, position):
         i = np.searchsorted(self.held, position)
@@ -112,8 +114,9 @@ class _Split:
             if not self.keep_empty:
                 return
         (self.heldout if self.is_held(position) else self.train).add(doc_id, ids, counts, tokens)
-        self.id_hashes.append(hash(doc_id))
-        self.positions.append(position)
+        if self.id_hashes is not None:
+            self.id_hashes.append(hash(doc_id))
+            self.positions.append(position)
 
     def same_hashed_ids(self):
         """Input positions of written documents whose ids hash alike, a list a hash (ascending):
@@ -239,7 +242,7 @@ def _prepare_text(files, fmt, vocab_spec, output, heldout_output, heldout, seed,
         bar.reset()
     index = {w: i for i, w in enumerate(vocab)}
     bar.set_description("encoding")
-    split = _Split(output, heldout_output, vocab, held, source, keep_order, keep_empty)
+    split = _Split(output, heldout_output, vocab, held, source, keep_order, keep_empty, input_ids=True)
     dropped, heldout_dropped = 0, 0
     try:
         for position, (doc_id, text, _, _) in enumerate(docs()):
