@@ -2,9 +2,8 @@
 
 Raw text takes two streaming passes: the first counts document frequencies (memory grows
 with the vocabulary, and by a hash and a position a document to find repeated ids) and the
-second encodes; standard input is
-spooled to a temporary file so that it can be read several times. A fixed vocabulary (--vocab)
-encodes text in one pass, dropping and counting unknown words. Bag-of-words input is
+second encodes; standard input is spooled to a temporary file so that it can be read several
+times. A fixed vocabulary (--vocab) encodes text in one pass, dropping and counting unknown words. Bag-of-words input is
 copied document by document. Empty documents are skipped and counted; document ids
 travel with every document. Held-out documents are drawn at random (seeded) from the
 input and written to a second corpus; they are drawn first (one more pass, counting the
