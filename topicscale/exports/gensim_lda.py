@@ -38,11 +38,11 @@ def dirichlet_alpha(model, topics):
         return np.asarray(model.alpha, dtype=np.float64)[topics], []
     if model.kind == "hdp":
         weights = model.topic_weights()
-        kept = float(weights[topics].sum())
+        left_out = 1.0 - float(weights[topics].sum()) / float(weights.sum())
         dropped = []
         if len(topics) < model.n_topics:
-            dropped.append(f"{model.n_topics - len(topics)} HDP topics outside the {len(topics)} that carry "
-                           f"99% of the weight or of the tokens ({kept:.1%} of the weight)")
+            dropped.append(f"{model.n_topics - len(topics)} HDP topics ({left_out:.2%} of the weight) outside "
+                           f"the {len(topics)} that carry 99% of the weight or of the tokens")
         return model.alpha * weights[topics], dropped
     if model.kind == "ctm":
         return laplace_bridge(model.mu0, model.sigma0)[topics], [
