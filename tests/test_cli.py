@@ -644,3 +644,13 @@ def test_prepare_counts_and_names_repeated_document_ids(tmp_path, monkeypatch, c
     source.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip("abcd", ["red", "green", "blue", "red blue"])))
     r = run("prepare", source, "--min-df", "1", "--max-df", "1", "-q", "--json", "-o", tmp_path / "d")
     assert json.loads(r.stdout)["repeated_ids"] == 0 and "warning" not in r.stderr
+
+
+def test_standard_input_beside_a_file_names_its_documents_stdin(tmp_path):
+    """With several inputs a document's id is FILE:LINE; standard input's is <stdin>:LINE, not the
+    path of the temporary copy prepare reads it from twice."""
+    (tmp_path / "a.jsonl").write_text('{"text": "alpha beta gamma"}\n{"text": "beta gamma delta"}\n')
+    run("prepare", "-", tmp_path / "a.jsonl", "--format", "jsonl", "--min-df", "1", "--max-df", "1",
+        "-q", "-o", tmp_path / "c", input='{"text": "gamma alpha"}\n\n{"text": "zeta beta"}\n')
+    assert (tmp_path / "c" / "ids.txt").read_text().split() == [
+        "<stdin>:1", "<stdin>:3", f"{tmp_path / 'a.jsonl'}:1", f"{tmp_path / 'a.jsonl'}:2"]

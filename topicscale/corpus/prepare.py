@@ -73,16 +73,17 @@ def heldout_rows(n_docs, heldout, seed):
 
 @contextlib.contextmanager
 def spooled_stdin(inputs):
-    """Replace "-" by a temporary copy of standard input (so it can be read twice)."""
+    """(the inputs with "-" replaced by a temporary copy of standard input, so that it can be read
+    twice; that copy's path, or None)."""
     if readers.STDIN not in inputs:
-        yield list(inputs)
+        yield list(inputs), None
         return
     with tempfile.TemporaryDirectory(prefix="topicscale-stdin-") as tmp:
         copy = os.path.join(tmp, "stdin")
         with open(copy, "wb") as fh:
             shutil.copyfileobj(getattr(sys.stdin, "buffer", sys.stdin), fh)
         try:
-            yield [copy if p == readers.STDIN else p for p in inputs]
+            yield [copy if p == readers.STDIN else p for p in inputs], copy
         except InputError as exc:
             if exc.path == copy:          # name standard input in messages, not the spool file
                 exc.path = "<stdin>"
@@ -183,8 +184,8 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
                                   keep_empty)
         else:
             tokenizer = Tokenizer(load_stopwords(stopwords), token_pattern)
-            with spooled_stdin(inputs) as files:
-                result = _prepare_text(files, fmt, vocab, output, heldout_output, heldout, seed, source,
+            with spooled_stdin(inputs) as (files, stdin_copy):
+                result = _prepare_text(files, stdin_copy, fmt, vocab, output, heldout_output, heldout, seed, source,
                                        tokenizer, min_df, max_df, max_vocab, text_field, id_field, bar,
                                        keep_order, keep_empty)
     finally:
@@ -213,9 +214,9 @@ def _prepare_bow(path, fmt, vocab_spec, output, heldout_output, heldout, seed, s
     return _summary(split, output, heldout_output, len(vocab), dropped=0)
 
 
-def _prepare_text(files, fmt, vocab_spec, output, heldout_output, heldout, seed, source, tokenizer,
+def _prepare_text(files, stdin_copy, fmt, vocab_spec, output, heldout_output, heldout, seed, source, tokenizer,
                   min_df, max_df, max_vocab, text_field, id_field, bar, keep_order, keep_empty):
-    docs = lambda: readers.iter_text_documents(files, fmt, text_field, id_field)
+    docs = lambda: readers.iter_text_documents(files, fmt, text_field, id_field, stdin_copy)
     # the held-out draw comes first: the vocabulary is built from the training documents only
     held = heldout_rows(sum(1 for _ in docs()) if heldout else 0, heldout, seed)
     if vocab_spec:

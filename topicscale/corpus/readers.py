@@ -170,7 +170,7 @@ def read_vocab(path):
 
 # ---------------------------------------------------------------- raw text
 
-def iter_text_documents(paths, fmt="text", text_field="text", id_field="id"):
+def iter_text_documents(paths, fmt="text", text_field="text", id_field="id", stdin_copy=None):
     """Yield (doc_id, text, source_path, line_no) from raw-text inputs.
 
     fmt "text": a file holds one document per line (blank lines are empty documents); a
@@ -179,7 +179,8 @@ def iter_text_documents(paths, fmt="text", text_field="text", id_field="id"):
     fmt "jsonl": one JSON object per line with the text in `text_field` and the id in
     `id_field` (string or integer; optional); blank lines are skipped.
     A document without its own id gets its line number, or "<path>:<line>" when several
-    inputs are given.
+    inputs are given. stdin_copy: a file holding what was read from standard input, named
+    "<stdin>" in the ids and the source paths.
     """
     if fmt not in TEXT_FORMATS:
         raise TopicscaleError(f"{fmt!r} is not a raw-text format (expected one of {', '.join(TEXT_FORMATS)})")
@@ -188,14 +189,14 @@ def iter_text_documents(paths, fmt="text", text_field="text", id_field="id"):
     paths = [os.fspath(p) for p in paths]
     several = len(paths) > 1
     for path in paths:
+        shown = _display(STDIN if path == stdin_copy else path)
         if fmt == "text" and path != STDIN and os.path.isdir(path):
             yield from _directory_docs(path)
         elif fmt == "text":
-            shown = _display(path)
             for line_no, line in iter_lines(path):
                 yield (f"{shown}:{line_no}" if several else str(line_no)), line, shown, line_no
         else:
-            yield from _jsonl_docs(path, text_field, id_field, several)
+            yield from _jsonl_docs(path, shown, text_field, id_field, several)
 
 
 def _directory_docs(path):
@@ -213,8 +214,7 @@ def _directory_docs(path):
         yield name[:-7] if name.endswith(".txt.gz") else name[:-4], text, file, 1
 
 
-def _jsonl_docs(path, text_field, id_field, several):
-    shown = _display(path)
+def _jsonl_docs(path, shown, text_field, id_field, several):
     for line_no, line in iter_lines(path):
         if not line.strip():
             continue
