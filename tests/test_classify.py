@@ -389,6 +389,15 @@ def test_cli_bad_label_line_and_corrupted_classifier(pipeline, tmp_path):
     (tmp_path / "empty").mkdir()
     one_line_error(run("classify", "predict", tmp_path / "empty", root / "theta.tsv", ok=False),
                    "not a topicscale classifier")
+    # a folder where a file goes is named for what it is, not "no such file"
+    one_line_error(run("classify", "fit", root / "lda", root / "labels.tsv", "-o", tmp_path / "d", ok=False),
+                   f"{root / 'lda'}: a model folder, not a features file", "topicscale infer MODEL CORPUS")
+    one_line_error(run("classify", "fit", root / "corpus", root / "labels.tsv", "-o", tmp_path / "d", ok=False),
+                   f"{root / 'corpus'}: a corpus folder, not a features file")
+    one_line_error(run("classify", "fit", root / "theta.tsv", tmp_path / "empty", "-o", tmp_path / "d", ok=False),
+                   f"{tmp_path / 'empty'}: a folder, not a labels file")
+    one_line_error(run("classify", "fit", root / "theta.tsv", tmp_path / "none.tsv", "-o", tmp_path / "d",
+                       ok=False), "none.tsv: no such file")
 
 
 def test_cli_bbvi_is_reproducible(pipeline, tmp_path):

@@ -48,12 +48,26 @@ def _split(line, delimiter):
     return next(csv.reader([line], delimiter=delimiter))
 
 
+def _check_file(path, what):
+    """InputError unless `path` is a file; a folder is named for what it is (a model or corpus
+    folder is given where `what`, a file, is expected)."""
+    p = Path(path)
+    if p.is_file():
+        return
+    if not p.is_dir():
+        raise InputError(path, None, "no such file")
+    kind = ("a model folder" if (p / "model.npz").is_file() else
+            "a corpus folder" if (p / "manifest.json").is_file() else "a folder")
+    hint = (" (`topicscale infer MODEL CORPUS -o theta.tsv` writes a document's topic proportions as features)"
+            if what == "features file" and kind != "a folder" else "")
+    raise InputError(path, None, f"{kind}, not a {what}{hint}")
+
+
 def read_features(path):
     """Read FEATURES (see the module docstring) into a Table; InputError on bad input."""
     path = str(path)
     p = Path(path)
-    if not p.is_file():
-        raise InputError(path, None, "no such file")
+    _check_file(path, "features file")
     if path.endswith(".npy"):
         return _read_npy(p)
     with open(p, "r", encoding="utf-8", newline="") as fh:
@@ -140,8 +154,7 @@ def read_column(path, table, kind="label"):
     Labels are checked to be 0 or 1.
     """
     path = str(path)
-    if not Path(path).is_file():
-        raise InputError(path, None, "no such file")
+    _check_file(path, f"{kind}s file")
     with open(path, "r", encoding="utf-8", newline="") as fh:
         lines = fh.read().splitlines()
     entries = []                       # (line number, id or None, value)
