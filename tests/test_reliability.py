@@ -269,8 +269,10 @@ def test_a_run_stopped_over_a_replaced_model_leaves_no_log_of_that_model(planted
     run("fit", corpus.path, "-k", "4", "--passes", "1", "--batch-size", "200", "-o", out)
     assert (out / "metrics.jsonl").exists()
     args = ["fit", corpus.path, "-k", "6", "--passes", "2", "--batch-size", "200", "--force", "-o", out]
-    r, _ = run_stopped(monkeypatch, 3, *args)
-    assert r.exit_code == 0 and "partial model" in r.output
+    r, _ = run_stopped(monkeypatch, 3, *args, "--json")
+    assert r.exit_code == 0 and "partial model" in r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["stopped"] == "signal" and summary["partial"] is True
     assert not (out / "metrics.jsonl").exists()
     resume(out)
     summaries = [json.loads(line) for line in open(out / "metrics.jsonl") if '"summary"' in line]

@@ -342,6 +342,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary["polish"]["scored_on"] = score_pass.sweeps_scored_on(model)
         continuing = bool(config["init_model"]) and Path(config["init_model"]).resolve() == output.resolve()
         if not finished:                        # stopped by a signal: partial model + checkpoint
+            summary.update(stopped="signal", partial=True)
             checkpoint(state)
             model.settings["partial"] = True
             model.save(output)

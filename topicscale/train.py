@@ -40,6 +40,7 @@ class RunState:
     last_eval: dict = field(default=None)
     pass_scores: list = field(default_factory=list)     # score after each pass (limits.min_gain)
     stopped: str = ""            # why training ended: passes, max_docs, time_limit, converged
+                                 # (a run a signal stopped has "" here, "signal" in fit's summary)
     merged: dict = field(default=None)   # the merges after the passes (a run resumed in the polish
                                          # has them in its model and does not merge again)
 
