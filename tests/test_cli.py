@@ -65,7 +65,7 @@ def test_fit_summary_metrics_and_eval(model):
     assert len(evals) >= 2 and records[-1]["event"] == "summary"
     assert evals[-1]["per_word_ll"] > evals[0]["per_word_ll"]
     ev = json.loads(run("eval", root / "model", root / "corpus-heldout", "--json").output)
-    assert set(ev) == {"per_word_ll", "perplexity", "documents", "heldout_tokens", "protocol"}
+    assert set(ev) == {"per_word_ll", "perplexity", "documents", "unscored_documents", "heldout_tokens", "protocol"}
     assert isinstance(ev["heldout_tokens"], int) and isinstance(records[-1]["tokens"], int)
     assert ev["per_word_ll"] == pytest.approx(summary["heldout"]["per_word_ll"], rel=1e-12)
     assert -11 < ev["per_word_ll"] < -5
@@ -79,6 +79,8 @@ def test_eval_says_how_many_documents_it_could_not_split(model, tmp_path):
     run("prepare", text, "--vocab", root / "model", "-o", tmp_path / "held")
     out = run("eval", root / "model", tmp_path / "held").stdout
     assert "2 documents" in out and "(2 of 4 not scored: a document needs two distinct words" in out
+    result = json.loads(run("eval", root / "model", tmp_path / "held", "--json").stdout)
+    assert result["documents"] == 2 and result["unscored_documents"] == 2
 
 
 def test_topics_text_json_csv(model):
@@ -263,8 +265,8 @@ def test_synth_says_where_it_drew_the_heldout_documents(model, tmp_path):
 
 def test_eval_says_why_documents_were_not_scored():
     from topicscale.cli import _unscored
-    assert _unscored(2421, 2457) == " (36 of 2457 not scored: a document needs two distinct words to be split)"
-    assert _unscored(10, 10) == ""
+    assert _unscored(36, 2457) == " (36 of 2457 not scored: a document needs two distinct words to be split)"
+    assert _unscored(0, 10) == ""
 
 
 def test_resume_of_a_corpus_folder_says_what_resume_takes(sotu):

@@ -406,5 +406,7 @@ def test_eval_window_option_and_refusals(hand_model, reference, tmp_path):
     for flag, value in (("--seed", 1), ("--fold-in", "own"), ("--threads", 1)):
         result = run("eval", model, "--coherence", "c_npmi", flag, value, ok=False)
         assert result.exit_code == 2 and flag in result.output and "--coherence" in result.output
+    result = run("eval", model, "--coherence", "u_mass", "--window", 0, ok=False)
+    assert result.exit_code == 2 and "--window goes with c_uci, c_npmi and c_v" in result.output
     out = json.loads(run("eval", model, "--coherence", "c_npmi,u_mass", "--window", 0, "--json").stdout)
     assert out["coherence"]["c_npmi"]["window"] == 0 and out["coherence"]["u_mass"]["window"] == 0

@@ -550,7 +550,7 @@ fit.help = _fit_help()
                    "scored by their own predictive under any choice. [default: common]")
 @click.option("--threads", type=int, help="Threads [default: all cores; a dask worker 1].")
 @_cluster_options
-@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, heldout_tokens, protocol} (protocol: common, gibbs or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, repeated_topics, absent_words}.")
+@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, unscored_documents, heldout_tokens, protocol} (protocol: common, gibbs or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, repeated_topics, absent_words}.")
 def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, scheduler, workers, as_json):
     """Per-word predictive log likelihood of HELDOUT by document completion (SVI paper, sec. 4),
     or with --coherence how readable the topics are.
@@ -592,18 +592,18 @@ def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, sched
         scored = open_corpus(_corpus_location(heldout))
         check_scorable(scored)
         result = evaluate_model(m, scored, fold_in=fold_in, seed=seed, executor=executor)
+    result["unscored_documents"] = scored.n_docs - result["documents"]
     lines = [f"protocol: {describe_protocol(m, result['protocol'])}",
              f"per-word log likelihood {result['per_word_ll']:.4f}", f"perplexity {result['perplexity']:.2f}",
              f"{result['documents']} documents, {result['heldout_tokens']:.0f} held-out tokens"
-             + _unscored(result["documents"], scored.n_docs)]
+             + _unscored(result["unscored_documents"], scored.n_docs)]
     if "per_word_ll_paper_predictive" in result:
         lines.append(f"with the paper's plug-in softmax(E[theta]): {result['per_word_ll_paper_predictive']:.4f}")
     _emit(as_json, result, lines)
 
 
-def _unscored(documents, n_docs):
-    """Why a completion scored fewer documents than the corpus holds (text output)."""
-    left = n_docs - documents
+def _unscored(left, n_docs):
+    """Why a completion left `left` of the corpus's documents unscored (text output)."""
     return (f" ({left} of {n_docs} not scored: a document needs two distinct words to be split)"
             if left else "")
 
@@ -614,6 +614,8 @@ def _eval_coherence(model, reference, measures, top_n, window, as_json):
     from .corpus.shards import Corpus
     from .models import load_model
     names = coherence.parse_measures(measures)
+    if window is not None and set(names) == {"u_mass"}:
+        raise click.UsageError("--window goes with c_uci, c_npmi and c_v: u_mass counts documents")
     m = load_model(model)
     if reference is None:
         reference = m.settings.get("corpus")
