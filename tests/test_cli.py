@@ -656,3 +656,26 @@ def test_standard_input_beside_a_file_names_its_documents_stdin(tmp_path):
         "-q", "-o", tmp_path / "c", input='{"text": "gamma alpha"}\n\n{"text": "zeta beta"}\n')
     assert (tmp_path / "c" / "ids.txt").read_text().split() == [
         "<stdin>:1", "<stdin>:3", f"{tmp_path / 'a.jsonl'}:1", f"{tmp_path / 'a.jsonl'}:2"]
+
+
+def test_output_errors_name_the_path_given_not_a_temporary_one(model, tmp_path, monkeypatch):
+    """An output under a file, or in a folder that refuses writes, is named as the user gave it:
+    not the hidden temporary file or folder written first and renamed into place."""
+    import tempfile
+    root, _ = model
+    (tmp_path / "plain.txt").write_text("alpha beta\ngamma delta\n")
+    for args in (("prepare", tmp_path / "plain.txt", "--min-df", "1", "-o", tmp_path / "plain.txt" / "c"),
+                 ("export", root / "model", "-o", tmp_path / "plain.txt" / "t.npy"),
+                 ("report", root / "model", "-o", tmp_path / "plain.txt" / "r.html")):
+        r = run(*args, ok=False)
+        assert r.exit_code == 2 and f"{args[-1]}: {tmp_path / 'plain.txt'} is a file, not a folder" in r.output
+
+    def refused(*args, **kwargs):
+        raise PermissionError(1, "Operation not permitted", str(kwargs["dir"] / ".x.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    for args in (("prepare", tmp_path / "plain.txt", "--min-df", "1", "-o", tmp_path / "c"),
+                 ("export", root / "model", "-o", tmp_path / "t.npy")):
+        r = run(*args, ok=False)
+        assert r.output == f"topicscale: error: {args[-1]}: cannot write in {tmp_path} (Operation not permitted)\n"

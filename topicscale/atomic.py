@@ -27,13 +27,34 @@ def _fsync_dir(path):
         os.close(fd)
 
 
+def _beside(make, path, suffix):
+    """tempfile's `make` (mkstemp or mkdtemp) of a hidden name beside `path`; an error names
+    `path`, not the temporary name the user never gave."""
+    try:
+        return make(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    except OSError as exc:
+        raise TopicscaleError(f"{path}: cannot write in {path.parent} ({exc.strerror})") from None
+
+
+def check_parent(path, made=False):
+    """TopicscaleError unless the folder that `path` goes in is a folder, or with `made`, is one
+    or can be made."""
+    path = Path(path)
+    for folder in (path.parent, *path.parent.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise TopicscaleError(f"{path}: {folder} is a file, not a folder")
+            break
+    if not made and not path.parent.is_dir():
+        raise TopicscaleError(f"{path}: the folder {path.parent.resolve()} does not exist")
+
+
 @contextlib.contextmanager
 def atomic_file(path, mode="wb"):
     """Yield a file object; on success it replaces `path` atomically, on error it vanishes."""
     path = Path(path)
-    if not path.parent.is_dir():            # else mkstemp's error names the hidden temporary file
-        raise TopicscaleError(f"{path}: the folder {path.parent.resolve()} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    check_parent(path)
+    fd, tmp = _beside(tempfile.mkstemp, path, ".tmp")
     os.chmod(tmp, 0o666 & ~_umask())          # mkstemp's 0600 is not what users expect
     try:
         with os.fdopen(fd, mode) as fh:
@@ -56,8 +77,9 @@ def atomic_dir(path):
     so a failure never destroys what was there.
     """
     path = Path(path)
+    check_parent(path, made=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    tmp = Path(_beside(tempfile.mkdtemp, path, ".tmp"))
     os.chmod(tmp, 0o777 & ~_umask())
     try:
         yield tmp
@@ -67,7 +89,7 @@ def atomic_dir(path):
                     os.fsync(fh.fileno())
         old = None
         if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+            old = Path(_beside(tempfile.mkdtemp, path, ".old"))
             os.rename(path, old / path.name)
         os.rename(tmp, path)
         _fsync_dir(path.parent)

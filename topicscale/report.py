@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import check_parent
 from .errors import InputError, TopicscaleError
 
 COHERENCE_MEASURE = "c_npmi"       # computed when none is saved (DESIGN: NPMI, as gensim computes it)
@@ -203,8 +204,7 @@ def check_output(output):
     out = Path(output)
     if out.is_dir():
         raise TopicscaleError(f"{output} is a folder; give the report's file name (e.g. report.html)")
-    if not out.resolve().parent.is_dir():
-        raise TopicscaleError(f"{output}: the folder {out.resolve().parent} does not exist")
+    check_parent(out)
 
 
 def write_report(model_path, output, heldout=None, top_n=10):

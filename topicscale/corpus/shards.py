@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_dir
+from ..atomic import atomic_dir, check_parent
 from ..errors import InputError, TopicscaleError
 from .. import __version__
 
@@ -119,6 +119,7 @@ def check_corpus_output(path):
     corpus too), are never deleted."""
     path = Path(path)
     if not path.exists():
+        check_parent(path, made=True)
         return
     if not path.is_dir():
         raise TopicscaleError(f"{path} exists and is not a folder")
