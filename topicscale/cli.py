@@ -195,7 +195,9 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
     if "heldout_output" in summary:
         lines.append(f"wrote {summary['heldout_output']}: {summary['heldout_documents']} held-out documents")
     lines.append(f"skipped {summary['skipped_empty']} empty documents; "
-                 f"dropped {summary['dropped_tokens']} out-of-vocabulary tokens")
+                 f"dropped {summary['dropped_tokens']} out-of-vocabulary tokens"
+                 + (f" ({summary['heldout_dropped_tokens']} of them held out)"
+                    if summary.get("heldout_dropped_tokens") else ""))
     if summary.get("repeated_ids"):
         click.echo(f"topicscale: warning: {summary['repeated_ids']} document(s) repeat an earlier one's id "
                    f"(first {summary['first_repeated_id']}); `infer` writes their rows under the same id, "

@@ -127,13 +127,15 @@ class _Split:
         bounds = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), len(order)]
         return [positions[order[a:b]].tolist() for a, b in zip(bounds[:-1], bounds[1:]) if b - a > 1]
 
-    def close(self, input_name, stats):
+    def close(self, input_name, stats, heldout_stats=None):
+        """Write both corpora, each manifest with `stats` (the held-out one's: `heldout_stats`
+        when given)."""
         if self.train.n_docs == 0:
             raise InputError(input_name, None,
                              "no documents" if self.keep_empty else "no non-empty training documents")
-        for w in (self.train, self.heldout):
+        for w, its in ((self.train, stats), (self.heldout, heldout_stats or stats)):
             if w is not None:
-                w.stats = dict(stats, prepare_version=PREPARE_VERSION, **self.empty_count())
+                w.stats = dict(its, prepare_version=PREPARE_VERSION, **self.empty_count())
         if self.heldout is not None:
             self.heldout.close()
         self.train.close()
@@ -253,7 +255,8 @@ def _prepare_text(files, stdin_copy, fmt, vocab_spec, output, heldout_output, he
             split.add(position, doc_id, ids, counts, order if keep_order else None)
             bar.update()
         repeated = repeated_ids(docs, split.same_hashed_ids())
-        split.close(files[0], {"dropped_tokens": dropped, "heldout_dropped_tokens": heldout_dropped})
+        split.close(files[0], {"dropped_tokens": dropped - heldout_dropped,
+                               "heldout_dropped_tokens": heldout_dropped}, {"dropped_tokens": heldout_dropped})
     except BaseException as exc:
         split.abort(exc)
         raise
