@@ -363,6 +363,11 @@ def test_cli_hierarchical_with_groups(pipeline, tmp_path):
     out = json.loads(run("classify", "fit", root / "theta.tsv", root / "labels.tsv", "--groups",
                          root / "groups.tsv", "--method", "delta", "-o", tmp_path / "h", "--json").output)
     assert out["hierarchical"] and set(out["group_sizes"]) == {"pre-1932", "post-1932"}
+    assert out["em_converged"] and out["em_iterations"] > 2
+    r = run("classify", "fit", root / "theta.tsv", root / "labels.tsv", "--groups", root / "groups.tsv",
+            "--method", "delta", "--max-iter", "2", "-o", tmp_path / "h2", "--json")
+    assert json.loads(r.stdout)["em_converged"] is False
+    assert "warning: the variational EM stopped at --max-iter 2 before mu_0 and Sigma_0" in r.stderr
     r = run("classify", "predict", tmp_path / "h", root / "theta.tsv", ok=False)
     one_line_error(r, "hierarchical", "--groups")
     pred = json.loads(run("classify", "predict", tmp_path / "h", root / "theta.tsv", "--groups",

@@ -550,7 +550,7 @@ fit.help = _fit_help()
                    "that mean-field approximates (slower; mean-field favours blurred topics on short "
                    "documents); own = the model's own local step and prior. HDP and CTM models are "
                    "scored by their own predictive under any choice. [default: common]")
-@click.option("--threads", type=int, help="Threads [default: all cores; a dask worker 1].")
+@click.option("--threads", type=int, help="Threads, 1 to the cores [default: all cores; a dask worker 1].")
 @_cluster_options
 @click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, unscored_documents, heldout_tokens, protocol} (protocol: common, gibbs or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, repeated_topics, absent_words}.")
 def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, scheduler, workers, as_json):
@@ -717,7 +717,7 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
               help='On standard output, a JSON object a document: {"id": ..., "theta": [K proportions]}.')
 @click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "uci", "ldac", "mm"]),
               help="Format of raw INPUTS (a prepared corpus folder needs none).")
-@click.option("--threads", type=int, help="Threads [default: all cores; a dask worker 1].")
+@click.option("--threads", type=int, help="Threads, 1 to the cores [default: all cores; a dask worker 1].")
 @_cluster_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def infer(model, inputs, output, fmt, threads, scheduler, workers, quiet, as_json):
@@ -759,7 +759,7 @@ def infer(model, inputs, output, fmt, threads, scheduler, workers, quiet, as_jso
                    "from the topics and one pass over --corpus.")
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False),
               help="pyldavis: a prepared corpus (the model's vocabulary) whose documents size the topics.")
-@click.option("--threads", type=int, help="pyldavis: threads of the documents' local step [default: all cores].")
+@click.option("--threads", type=int, help="pyldavis: threads of the documents' local step, 1 to the cores [default: all cores].")
 @click.option("--json", "as_json", is_flag=True, help="Print {format, output, topics, vocabulary, files, "
               "not_carried} (gensim also alpha, eta) as JSON.")
 def export(model, output, fmt, corpus, threads, as_json):
@@ -805,7 +805,7 @@ def export(model, output, fmt, corpus, threads, as_json):
               help="Also score this held-out corpus (eval's default protocol).")
 @click.option("-n", "--words", "n_words", type=click.IntRange(2), default=10, show_default=True,
               help="Top words per topic (and scored for coherence).")
-@click.option("--threads", type=int, help="Threads [default: all cores].")
+@click.option("--threads", type=int, help="Threads, 1 to the cores [default: all cores].")
 def report(model, output, heldout, n_words, threads):
     """Write an HTML page to look at MODEL: the held-out score against training time and
     documents seen (from metrics.jsonl, written by `fit --heldout --eval-every N`), topic

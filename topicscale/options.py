@@ -146,7 +146,7 @@ RUN_OPTIONS = (
     Option("time_limit", ("--time-limit",), click.FloatRange(0, min_open=True),
            "Stop after this many seconds of training."),
     Option("seed", ("--seed",), int, "Seed: same seed, same model, bit for bit.", 0),
-    Option("threads", ("--threads",), int, "Threads for the E-step (the model does not depend on it); "
+    Option("threads", ("--threads",), int, "Threads for the E-step, 1 to the cores (the model does not depend on it); "
            "with --scheduler or --workers, the numba threads of each dask worker too.",
            default_text="all cores; a dask worker 1"),
     Option("chunk_docs", ("--chunk-docs",), click.IntRange(1),
