@@ -457,7 +457,7 @@ def _chosen_start(config, corpus, say):
             and not any(config.get(name) for name in options.CLUSTER_OPTIONS)
             and fits_in_memory(responsibilities_bytes(corpus, K))):
         return config
-    why = f"{K} topics" if K >= MANY_TOPICS else f"long documents read in {minibatches} minibatches a pass"
+    why = f"{K} topics" if K >= MANY_TOPICS else f"long documents read in {minibatches} minibatch{'' if minibatches == 1 else 'es'} a pass"
     say(f"{why}: training from a random assignment of the tokens, then the polish's sweeps "
         "(--start auto; --start near-uniform streams passes instead)")
     return dict(config, start="assignment")
