@@ -457,7 +457,8 @@ def _chosen_start(config, corpus, say):
             and not any(config.get(name) for name in options.CLUSTER_OPTIONS)
             and fits_in_memory(responsibilities_bytes(corpus, K))):
         return config
-    why = f"{K} topics" if K >= MANY_TOPICS else f"long documents read in {minibatches} minibatch{'' if minibatches == 1 else 'es'} a pass"
+    batches = f"{minibatches} minibatch{'' if minibatches == 1 else 'es'}"
+    why = f"{K} topics" if K >= MANY_TOPICS else f"long documents read in {batches} a pass"
     say(f"{why}: training from a random assignment of the tokens, then the polish's sweeps "
         "(--start auto; --start near-uniform streams passes instead)")
     return dict(config, start="assignment")
