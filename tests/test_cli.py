@@ -679,3 +679,18 @@ def test_output_errors_name_the_path_given_not_a_temporary_one(model, tmp_path, 
                  ("export", root / "model", "-o", tmp_path / "t.npy")):
         r = run(*args, ok=False)
         assert r.output == f"topicscale: error: {args[-1]}: cannot write in {tmp_path} (Operation not permitted)\n"
+
+
+def test_json_lines_on_standard_input_need_their_format(tmp_path):
+    """Standard input has no name to guess its format from: JSON lines read as text would make
+    their keys and ids words, so prepare asks for --format; given, either format is read."""
+    lines = '{"id": "a", "text": "alpha beta"}\n{"id": "b", "text": "beta gamma"}\n'
+    r = run("prepare", "-", "-q", "-o", tmp_path / "c", input="\n" + lines, ok=False)
+    assert r.exit_code == 2 and "<stdin>:2: standard input looks like JSON lines" in r.output
+    assert not (tmp_path / "c").exists()
+    run("prepare", "-", "--format", "jsonl", "--min-df", "1", "--max-df", "1", "-q", "-o", tmp_path / "c",
+        input=lines)
+    assert (tmp_path / "c" / "ids.txt").read_text().split() == ["a", "b"]
+    run("prepare", "-", "--format", "text", "--min-df", "1", "--max-df", "1", "-q", "-o", tmp_path / "t",
+        input=lines)
+    assert "text" in (tmp_path / "t" / "vocab.txt").read_text().split()

@@ -165,7 +165,7 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
     also write the documents left with no word of the vocabulary (infer's rows), counted as
     "empty_kept" in place of "skipped_empty"."""
     inputs = [os.fspath(p) for p in inputs]
-    fmt = readers.inputs_format(inputs, fmt)
+    guessed, fmt = fmt is None, readers.inputs_format(inputs, fmt)
     output = Path(output)
     heldout_output = Path(heldout_output) if heldout_output else output.with_name(output.name + "-heldout")
     if heldout and heldout_output.resolve() == output.resolve():
@@ -187,12 +187,32 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
         else:
             tokenizer = Tokenizer(load_stopwords(stopwords), token_pattern)
             with spooled_stdin(inputs) as (files, stdin_copy):
+                if stdin_copy and guessed and fmt == "text":
+                    refuse_json_as_text(stdin_copy, text_field)
                 result = _prepare_text(files, stdin_copy, fmt, vocab, output, heldout_output, heldout, seed, source,
                                        tokenizer, min_df, max_df, max_vocab, text_field, id_field, bar,
                                        keep_order, keep_empty)
     finally:
         bar.close()
     return result
+
+
+def refuse_json_as_text(path, text_field):
+    """InputError when the first line of `path` (standard input, whose format cannot be guessed
+    from a name) holding anything is a JSON object with the text field: read as text, its keys
+    and ids would become words."""
+    import json
+    for line_no, line in readers.iter_lines(path):
+        if line.strip():
+            try:
+                first = json.loads(line)
+            except ValueError:
+                return
+            if isinstance(first, dict) and text_field in first:
+                raise InputError(path, line_no, f"standard input looks like JSON lines (an object with "
+                                 f"a {text_field!r} field): give --format jsonl, or --format text to read "
+                                 "each line as text")
+            return
 
 
 def _prepare_bow(path, fmt, vocab_spec, output, heldout_output, heldout, seed, source, bar, keep_empty):
