@@ -101,6 +101,16 @@ def test_a_failure_leaves_the_earlier_file(setup, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other", "theta.csv"]
 
 
+def test_a_corpus_failing_at_once_prints_no_header_to_standard_output(setup, tmp_path):
+    import shutil
+    root = setup
+    shutil.copytree(root / "new", tmp_path / "bad")
+    shard = tmp_path / "bad" / "shard-00000.indices.npy"
+    shard.write_bytes(shard.read_bytes()[:200])
+    result = run("infer", root / "m", tmp_path / "bad", code=2)
+    assert result.stdout == "" and "unreadable shard" in result.stderr
+
+
 def test_an_output_in_a_missing_folder_is_named_not_its_temporary_file(setup, tmp_path):
     root = setup
     result = run("infer", root / "m", root / "new", "-o", tmp_path / "nowhere" / "theta.tsv", code=2)

@@ -1,4 +1,5 @@
 """`topicscale infer`: topic proportions E[theta] of new documents, streamed to a table (tables.py)."""
+import itertools
 import tempfile
 from pathlib import Path
 
@@ -75,8 +76,10 @@ def _infer_corpus(model, corpus, output, executor=None, as_json=False):
     args = lambda words: (local, np.ascontiguousarray(topics[words], dtype=np.float64), prior)
     ids = corpus.iter_ids()
     executor = executor or InProcess(corpus)
+    thetas = executor.map_blocks(corpus, corpus.row_blocks(), theta_block, args)
+    first = next(thetas, None)          # before the header: a corpus failing at once prints nothing
     with table_writer(output, [f"topic_{k}" for k in range(K)], corpus.n_docs,
                       json_key="theta" if as_json else None) as write:
-        for theta in executor.map_blocks(corpus, corpus.row_blocks(), theta_block, args):
+        for theta in itertools.chain([] if first is None else [first], thetas):
             write([next(ids) for _ in range(theta.shape[0])], theta)
     return {"documents": corpus.n_docs, "topics": K}
