@@ -137,3 +137,23 @@ def test_without_pyarrow_parquet_says_how_to_install_it(setup, tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 2, result.stderr
     assert "pip install 'topicscale[parquet]'" in result.stderr and not (tmp_path / "t.parquet").exists()
+
+
+def test_json_lines_fields_are_named_as_for_prepare(setup, tmp_path):
+    """--text-field and --id-field read JSON lines of another layout, as prepare's do; with other
+    inputs they are refused, not ignored."""
+    import json
+    root = setup
+    rows = [{"doc": "x1", "body": "w1 w2 w3 w1"}, {"doc": "x2", "body": "w5 w6"}]
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps({"id": r["doc"], "text": r["body"]}) + "\n"
+                                              for r in rows))
+    named = run("infer", root / "m", tmp_path / "b.jsonl", "--text-field", "body", "--id-field", "doc",
+                "-q").stdout
+    assert named == run("infer", root / "m", tmp_path / "t.jsonl", "-q").stdout
+    assert [line.split("\t")[0] for line in named.splitlines()] == ["id", "x1", "x2"]
+    result = run("infer", root / "m", tmp_path / "b.jsonl", code=2)
+    assert "no field 'text'" in result.output
+    for args in ((root / "new", "--id-field", "doc"), (tmp_path / "b.jsonl", "--format", "text", "--text-field", "b")):
+        result = run("infer", root / "m", *args, code=2)
+        assert "of JSON lines INPUTS, which these are not" in result.output

@@ -717,10 +717,12 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
               help='On standard output, a JSON object a document: {"id": ..., "theta": [K proportions]}.')
 @click.option("--format", "fmt", type=click.Choice(["text", "jsonl", "uci", "ldac", "mm"]),
               help="Format of raw INPUTS (a prepared corpus folder needs none).")
+@click.option("--text-field", help="JSON lines INPUTS: field holding the text.  [default: text]")
+@click.option("--id-field", help="JSON lines INPUTS: field holding the document id.  [default: id]")
 @click.option("--threads", type=int, help="Threads, 1 to the cores [default: all cores; a dask worker 1].")
 @_cluster_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-def infer(model, inputs, output, fmt, threads, scheduler, workers, quiet, as_json):
+def infer(model, inputs, output, fmt, text_field, id_field, threads, scheduler, workers, quiet, as_json):
     """Topic proportions E[theta] of new documents: a prepared corpus, or raw INPUTS encoded with
     the model's vocabulary (unknown words dropped; a document left with none of its words gets the
     proportions of the model's prior). Without -o they go to standard output, a line a document."""
@@ -738,7 +740,8 @@ def infer(model, inputs, output, fmt, threads, scheduler, workers, quiet, as_jso
     _set_threads(threads)
     with _cluster(scheduler, workers, worker_threads) as executor:
         summary = infer_proportions(model, inputs, output, fmt=fmt, progress=_show_progress(quiet),
-                                    executor=executor, shared_files=scheduler is None, as_json=as_json)
+                                    executor=executor, shared_files=scheduler is None, as_json=as_json,
+                                    fields={"text_field": text_field, "id_field": id_field})
     if output != STDOUT:
         click.echo(f"wrote {output}: {summary['documents']} documents x {summary['topics']} topics", err=True)
     if summary.get("without_model_words") and not quiet:

@@ -13,17 +13,26 @@ from .tables import table_format, table_writer
 
 
 def infer_proportions(model_path, inputs, output, fmt=None, progress=False, executor=None,
-                      shared_files=True, as_json=False):
+                      shared_files=True, as_json=False, fields=None):
     """`topicscale infer`: E[theta] = gamma / sum(gamma) for each document, ids first; the table's
     format by the extension of `output` (.tsv, .csv, .npy, .parquet; "-": standard output, TSV or,
     as_json, a JSON object a document {"id", "theta"}: tables.table_writer). executor: where the blocks
     are read and fitted (distributed.Executor; default this process); shared_files=False (a
     remote cluster) refuses raw INPUTS, whose prepared corpus would be a temporary folder here.
     Raw INPUTS give a row for every document: one with none of the model's words gets the local
-    step's proportions for no words (the prior's), as LDA.transform gives an empty row."""
+    step's proportions for no words (the prior's), as LDA.transform gives an empty row.
+    fields: JSON lines INPUTS' text_field and id_field (None: prepare's default); refused with
+    other inputs."""
+    from .corpus.readers import inputs_format
     table_format(output)
     model = load_model(model_path)
-    if len(inputs) == 1 and (is_url(inputs[0]) or (Path(inputs[0]) / "manifest.json").is_file()):
+    fields = {k: v for k, v in (fields or {}).items() if v is not None}
+    corpus = len(inputs) == 1 and (is_url(inputs[0]) or (Path(inputs[0]) / "manifest.json").is_file())
+    if fields and (corpus or inputs_format(inputs, fmt) != "jsonl"):
+        given = " and ".join("--" + k.replace("_", "-") for k in fields)
+        raise TopicscaleError(f"{given} {'name fields' if len(fields) > 1 else 'names a field'} of JSON lines "
+                              "INPUTS, which these are not")
+    if corpus:
         if fmt is not None:
             raise TopicscaleError(f"--format {fmt} is the format of raw INPUTS; {inputs[0]} is a "
                                   "prepared corpus, which needs none")
@@ -35,7 +44,7 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False, exec
     from .corpus.prepare import prepare
     with tempfile.TemporaryDirectory(prefix="topicscale-infer-") as tmp:
         prepared = prepare(inputs, Path(tmp) / "corpus", fmt=fmt, vocab=model_path, keep_empty=True,
-                           progress=progress)
+                           progress=progress, **fields)
         summary = _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output, executor, as_json)
         return dict(summary, without_model_words=prepared["empty_kept"])
 
