@@ -192,6 +192,10 @@ def test_config_preset_and_flags_override(sotu, tmp_path):
     run("fit", root / "corpus", "--config", cfg, "-k", "5", "--max-docs", "300", "-o", tmp_path / "m")
     info = json.loads(run("info", tmp_path / "m", "--json").output)
     assert info["topics"] == 5 and info["batch_size"] == 100 and info["kappa"] == 0.6
+    (tmp_path / "presets").mkdir()             # a relative path is the file's folder's, not the shell's
+    (tmp_path / "presets" / "q.toml").write_text('topics = 3\nmax-docs = 300\noutput = "out"\n')
+    run("fit", root / "corpus", "--config", tmp_path / "presets" / "q.toml")
+    assert load_model(tmp_path / "presets" / "out").n_topics == 3
     cfg.write_text("topicz = 3\n")
     r = run("fit", root / "corpus", "--config", cfg, "-o", tmp_path / "x", ok=False)
     assert r.exit_code == 2 and "unknown setting 'topicz'" in r.output

@@ -21,7 +21,8 @@ def find_preset(spec):
 
 def load_defaults(spec, command, ctx=None):
     """Read a preset into a click default_map for `command` (keys may use - or _); a value its
-    option's type refuses is an error that names the file and the setting."""
+    option's type refuses is an error that names the file and the setting. A relative path is
+    taken from the file's folder, as a reader of the file would take it."""
     import click
     path = find_preset(spec)
     try:
@@ -36,6 +37,8 @@ def load_defaults(spec, command, ctx=None):
         if param is None:
             raise TopicscaleError(f"{path}: unknown setting {key!r}; valid: "
                                   f"{', '.join(sorted(n.replace('_', '-') for n in params))}")
+        if isinstance(param.type, click.Path) and isinstance(value, str) and not Path(value).is_absolute():
+            value = str(path.parent / value)
         if not param.multiple and param.nargs == 1:
             try:
                 param.type.convert(value, param, ctx)
