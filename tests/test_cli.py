@@ -413,6 +413,9 @@ def test_not_a_model_or_corpus(tmp_path):
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "model.npz").write_bytes(b"PK\x03\x04garbage")
     assert_user_error(run("info", tmp_path / "broken", ok=False), "corrupted model file")
+    (tmp_path / "raw.jsonl").write_text('{"text": "alpha beta"}\n')
+    r = run("fit", tmp_path / "raw.jsonl", "-o", tmp_path / "m", ok=False)
+    assert r.exit_code == 2 and "raw.jsonl is a file, not a prepared corpus folder (`topicscale prepare" in r.output
 
 
 def test_inference_matrix_refuses_combinations_it_does_not_accept(sotu, tmp_path):

@@ -46,6 +46,9 @@ class CorpusLocation(click.ParamType):
         from .corpus.shards import is_url
         if is_url(value):
             return value
+        if Path(value).is_file():
+            self.fail(f"{value} is a file, not a prepared corpus folder (`topicscale prepare {value} "
+                      "-o FOLDER` makes one; add --vocab MODEL for a model's words)", param, ctx)
         return click.Path(exists=True, file_okay=False).convert(value, param, ctx)
 
 
