@@ -352,7 +352,9 @@ def test_cli_fit_and_predict_on_infer_output(pipeline, tmp_path):
     np.testing.assert_allclose(p, clf.proba(read_features(root / "theta.tsv").values), rtol=1e-12)
     text = run("classify", "predict", tmp_path / "clf", root / "theta.tsv").output.splitlines()
     assert [l.split("\t")[0] for l in text] == ids
-    np.testing.assert_allclose([float(l.split("\t")[1]) for l in text], p, rtol=1e-5)
+    assert [float(l.split("\t")[1]) for l in text] == p.tolist()        # every digit, as --json
+    info = run("classify", "info", tmp_path / "clf").output
+    assert "topic_0, topic_1, topic_2" in info and "['" not in info and "{'" not in info
     # an existing classifier is kept unless --force
     r = run("classify", "fit", root / "theta.tsv", root / "labels.tsv", "-o", tmp_path / "clf", ok=False)
     one_line_error(r, "already holds a classifier", "--force")

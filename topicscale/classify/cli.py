@@ -153,7 +153,7 @@ def predict_cmd(classifier, features, groups, approximation, as_json):
         click.echo(json.dumps(payload))
     else:
         for i, p in zip(ids, prob):
-            click.echo(f"{i}\t{p:.6g}")
+            click.echo(f"{i}\t{float(p)!r}")      # all digits: 0.99999998 is not 1
 
 
 @classify.command("info")
@@ -177,9 +177,11 @@ def info_cmd(classifier, as_json):
     if as_json:
         click.echo(json.dumps(d))
         return
+    shown = lambda v: (", ".join(map(str, v)) if isinstance(v, list) else
+                       ", ".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else v)
     for k, v in d.items():
         if k != "coefficients":
-            click.echo(f"{k:<22} {v}")
+            click.echo(f"{k:<22} {shown(v)}")
     for key, table in coefs.items():
         click.echo(f"coefficients [{key}] (mean, sd):")
         for n, (m, s) in table.items():
