@@ -256,6 +256,10 @@ def test_text_directory(tmp_path):
     (d / "sub.txt").mkdir()  # not a file: ignored
     assert list(iter_text_documents([str(d)], "text")) == [
         ("a", "ay", str(d / "a.txt.gz"), 1), ("b", "bee\nline two", str(d / "b.txt"), 1)]
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "notes.md").write_text("not a document")
+    with pytest.raises(InputError, match="none: no .txt or .txt.gz file in this folder"):
+        list(iter_text_documents([str(tmp_path / "none")], "text"))
 
 
 def test_a_prepared_corpus_is_not_read_as_a_text_directory(tmp_path):

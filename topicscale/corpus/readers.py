@@ -205,6 +205,9 @@ def _directory_docs(path):
                                      "reads raw text; `infer` takes a prepared corpus as its only input)")
     names = sorted(n for n in os.listdir(path)
                    if n.endswith((".txt", ".txt.gz")) and os.path.isfile(os.path.join(path, n)))
+    if not names:
+        raise InputError(path, None, "no .txt or .txt.gz file in this folder (a folder holds a document a "
+                                     "file; subfolders are not read)")
     for name in names:
         file = os.path.join(path, name)
         if "\n" in name or "\r" in name:
