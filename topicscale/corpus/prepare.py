@@ -274,6 +274,10 @@ def _prepare_text(files, stdin_copy, fmt, vocab_spec, output, heldout_output, he
                 heldout_dropped += unknown
             split.add(position, doc_id, ids, counts, order if keep_order else None)
             bar.update()
+        if vocab_spec and split.train.n_docs == 0 and not keep_empty:
+            raise InputError(files[0], None, f"no training document holds a word of the vocabulary of {vocab_spec} "
+                             "(words are matched after the text is lower-cased, tokenised and stripped of "
+                             "stop words)")
         repeated = repeated_ids(docs, split.same_hashed_ids())
         split.close(files[0], {"dropped_tokens": dropped - heldout_dropped,
                                "heldout_dropped_tokens": heldout_dropped}, {"dropped_tokens": heldout_dropped})
