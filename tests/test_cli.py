@@ -391,6 +391,8 @@ def test_empty_corpus_is_an_error_and_empty_documents_are_counted(tmp_path):
     src.write_text("\n\nthe of and\n")
     r = run("prepare", src, "-o", tmp_path / "out", ok=False)
     assert_user_error(r, "e.txt", "no word in 3 training documents")     # not a --min-df matter
+    r = run("prepare", src, tmp_path / "." / "e.txt", "-o", tmp_path / "out", ok=False)
+    assert_user_error(r, "e.txt is given twice")
     (tmp_path / "upper.txt").write_text("ALPHA\nBETA\n")
     (tmp_path / "words.txt").write_text("alpha beta\n")
     r = run("prepare", tmp_path / "words.txt", "--vocab", tmp_path / "upper.txt", "-o", tmp_path / "out", ok=False)

@@ -165,6 +165,12 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
     also write the documents left with no word of the vocabulary (infer's rows), counted as
     "empty_kept" in place of "skipped_empty"."""
     inputs = [os.fspath(p) for p in inputs]
+    seen = set()
+    for name in inputs:
+        key = name if name == readers.STDIN else os.path.realpath(name)
+        if key in seen:
+            raise TopicscaleError(f"{name} is given twice: each input is read once")
+        seen.add(key)
     guessed, fmt = fmt is None, readers.inputs_format(inputs, fmt)
     output = Path(output)
     heldout_output = Path(heldout_output) if heldout_output else output.with_name(output.name + "-heldout")
