@@ -370,6 +370,10 @@ def test_cli_hierarchical_with_groups(pipeline, tmp_path):
             "--method", "delta", "--max-iter", "2", "-o", tmp_path / "h2", "--json")
     assert json.loads(r.stdout)["em_converged"] is False
     assert "warning: the variational EM stopped at --max-iter 2 before mu_0 and Sigma_0" in r.stderr
+    assert "every label" not in r.stderr
+    (tmp_path / "ones.tsv").write_text("".join(f"{i}\t1\n" for i in ids))
+    r = run("classify", "fit", root / "theta.tsv", tmp_path / "ones.tsv", "-o", tmp_path / "ones")
+    assert f"warning: every label in {tmp_path / 'ones.tsv'} is 1" in r.stderr
     r = run("classify", "predict", tmp_path / "h", root / "theta.tsv", ok=False)
     one_line_error(r, "hierarchical", "--groups")
     pred = json.loads(run("classify", "predict", tmp_path / "h", root / "theta.tsv", "--groups",

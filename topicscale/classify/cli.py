@@ -110,6 +110,9 @@ def fit_cmd(features, labels, output, groups, method, prior_variance, intercept,
              f"training accuracy {s['train_accuracy']:.4f}, mean log predictive {s['train_log_likelihood']:.4f}"]
     if ignored:
         lines.append(f"ignored {ignored} labels whose ids are not among the features")
+    if len(set(y.tolist())) == 1:
+        click.echo(f"topicscale: warning: every label in {labels} is {int(y[0])}: nothing tells the classes "
+                   "apart, so the classifier only learns that one class is common", err=True)
     if s.get("em_converged") is False:
         click.echo(f"topicscale: warning: the variational EM stopped at --max-iter {s['em_iterations']} before "
                    f"mu_0 and Sigma_0 changed by less than --tol {tol:g}; a larger --max-iter continues "
