@@ -218,6 +218,16 @@ def test_fit_corpus_load_and_save_share_model_folders_with_the_command_line(tmp_
     assert np.array_equal(refit.components_, est.components_)
     with pytest.raises(ValueError, match="holds a lda model"):
         HDP.load(tmp_path / "cli")
+    # a learned prior loads as "auto" and a default one as None, so a clone learns it or takes 1/K
+    assert loaded.alpha is None and loaded.eta == 0.01
+    run("fit", corpus, "-k", "3", "--batch-size", "30", "--passes", "1", "--alpha", "auto", "--eta", "auto",
+        "-o", tmp_path / "auto")
+    learned = LDA.load(tmp_path / "auto")
+    assert (learned.alpha, learned.eta) == ("auto", "auto")
+    run("fit", corpus, "-k", "3", "--batch-size", "30", "--passes", "1", "--alpha", "0.7", "-o", tmp_path / "given")
+    assert LDA.load(tmp_path / "given").alpha == 0.7
+    run("fit", corpus, "--model", "hdp", "-k", "8", "--batch-size", "30", "--passes", "1", "-o", tmp_path / "hdp")
+    assert HDP.load(tmp_path / "hdp").alpha is None
 
     est.save(tmp_path / "py")
     saved = [json.loads(line) for line in (tmp_path / "py" / "metrics.jsonl").read_text().splitlines()]

@@ -274,9 +274,9 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
                              f"topicscale.{model.kind.upper()}.load")
         names = set(params.param_names(cls.kind))
         given = {k: v for k, v in model.settings.items() if k in names}
-        given.update(n_components=model.n_topics, eta=float(model.eta))
+        given.update(n_components=model.n_topics, eta="auto" if model.settings.get("eta_auto") else float(model.eta))
         if "alpha" in names:
-            given["alpha"] = float(np.asarray(model.alpha).reshape(-1)[0])
+            given["alpha"] = _loaded_alpha(model)
         if "omega" in names:
             given["omega"] = float(model.omega)
         estimator = cls(**given)
@@ -289,6 +289,21 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         if state.get("model_") is not None:
             state = dict(state, model_=_writable(state["model_"]))
         super().__setstate__(state)
+
+
+def _loaded_alpha(model):
+    """The alpha parameter a model was trained with: "auto" when it was learned, None when it is
+    the default (LDA: 1/K; HDP: models/hdp.default_alpha of its local step), so that a clone with
+    another n_components or local step takes that one's default; else the value."""
+    if model.settings.get("alpha_auto"):
+        return "auto"
+    alpha = float(np.asarray(model.alpha).reshape(-1)[0])
+    if model.kind == "hdp":
+        from .models.hdp import default_alpha
+        default = default_alpha(model.settings.get("local"))
+    else:
+        default = 1.0 / model.n_topics
+    return None if alpha == default else alpha
 
 
 class LDA(_TopicModel):
