@@ -139,8 +139,9 @@ def test_gensim_export_of_hdp_keeps_the_topics_carrying_99_percent(hdp_and_ctm, 
     out = printed_json(result)
     lda = load_gensim(tmp_path / "g")
     assert lda.num_topics == n == out["topics"]
-    every = list(model.display_order(True))             # the .npy's rows: `topics --all` order
-    rows = np.load(tmp_path / "topics.npy")[[every.index(k) for k in order]]
+    numbers = np.loadtxt(tmp_path / "topics.weights.tsv", skiprows=1, usecols=0, dtype=int).tolist()
+    assert out["topic_ids"] == list(order)              # the .npy's rows, found by weights.tsv's numbers
+    rows = np.load(tmp_path / "topics.npy")[[numbers.index(k) for k in out["topic_ids"]]]
     np.testing.assert_allclose(lda.get_topics(), rows, rtol=0, atol=1e-12)
     np.testing.assert_allclose(lda.alpha, model.alpha * weights[order], rtol=1e-15)
     np.testing.assert_array_equal(lda.eta, np.full(V, model.eta))
@@ -149,6 +150,11 @@ def test_gensim_export_of_hdp_keeps_the_topics_carrying_99_percent(hdp_and_ctm, 
     assert out["not_carried"] == [f"{model.n_topics - n} HDP topics ({left_out:.2%} of the weight) outside the "
                                   f"{n} that carry 99% of the weight or of the tokens"]
     assert "not carried: " in result.stderr
+    reference = tmp_path / "ref"
+    run("synth", hdp_path, "-n", "40", "--doc-length", "30", "-o", reference)
+    vis = printed_json(run("export", hdp_path, "--format", "pyldavis", "--corpus", reference,
+                           "-o", tmp_path / "vis.json", "--json"))
+    assert vis["topic_ids"] == out["topic_ids"] and vis["not_carried"] == out["not_carried"]
 
 
 def test_gensim_export_of_ctm_says_its_correlations_are_not_carried(hdp_and_ctm, tmp_path):

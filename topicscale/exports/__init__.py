@@ -26,3 +26,14 @@ def exported_topics(model):
     default (HDP: those carrying 99% of the weight or of the tokens; LDA and CTM: all)."""
     import numpy as np
     return np.asarray(model.display_order(False), dtype=np.int64)
+
+
+def left_out(model, topics):
+    """What an export of `topics` (exported_topics) leaves out of an HDP: its other topics and
+    their share of the weight, as one note; none for LDA and CTM, which export all."""
+    if len(topics) == model.n_topics:
+        return []
+    weights = model.topic_weights()
+    share = 1.0 - float(weights[topics].sum()) / float(weights.sum())
+    return [f"{model.n_topics - len(topics)} HDP topics ({share:.2%} of the weight) outside the "
+            f"{len(topics)} that carry 99% of the weight or of the tokens"]

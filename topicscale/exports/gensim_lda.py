@@ -4,8 +4,9 @@ gensim's LdaModel keeps lambda as state.sstats + eta (K x V) and its topics are 
 lambda_k / sum_w lambda_kw, so setting sstats = lambda - eta makes get_topics() our E[beta] row for
 row; expElogbeta = exp(E[log beta]) follows from it (sync_state). Nothing is trained: the model is
 built from the dictionary and the number of topics, then given our lambda. The rows are the topics
-`topics` lists by default (exports.exported_topics), in that order, so they equal the first rows of
-the .npy export.
+`topics` lists by default (exports.exported_topics), in that order: `export --json` names them
+(topic_ids), the topic numbers of the .npy export's weights.tsv (an HDP's are not the first rows:
+`topics` keeps a topic by its weight or by its tokens).
 
 The document prior alpha (a K vector) by model:
   LDA  its alpha.
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..atomic import atomic_dir
 from ..errors import TopicscaleError
-from . import exported_topics, require
+from . import exported_topics, left_out, require
 
 FILENAME = "model"
 
@@ -37,13 +38,7 @@ def dirichlet_alpha(model, topics):
     if model.kind == "lda":
         return np.asarray(model.alpha, dtype=np.float64)[topics], []
     if model.kind == "hdp":
-        weights = model.topic_weights()
-        left_out = 1.0 - float(weights[topics].sum()) / float(weights.sum())
-        dropped = []
-        if len(topics) < model.n_topics:
-            dropped.append(f"{model.n_topics - len(topics)} HDP topics ({left_out:.2%} of the weight) outside "
-                           f"the {len(topics)} that carry 99% of the weight or of the tokens")
-        return model.alpha * weights[topics], dropped
+        return model.alpha * model.topic_weights()[topics], left_out(model, topics)
     if model.kind == "ctm":
         return laplace_bridge(model.mu0, model.sigma0)[topics], [
             "the CTM topic correlations (Sigma_0): gensim's LdaModel has a Dirichlet prior, alpha is the "
@@ -120,5 +115,6 @@ def write_gensim(model, output):
     with atomic_dir(output) as tmp:
         lda.save(str(Path(tmp) / FILENAME))
     return {"format": "gensim", "output": str(Path(output) / FILENAME), "topics": lda.num_topics,
-            "vocabulary": model.n_words, "alpha": lda.alpha.tolist(), "eta": float(model.eta),
+            "topic_ids": exported_topics(model).tolist(), "vocabulary": model.n_words,
+            "alpha": lda.alpha.tolist(), "eta": float(model.eta),
             "files": [str(Path(output) / n) for n in sorted(os.listdir(output))], "not_carried": not_carried}

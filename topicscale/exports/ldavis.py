@@ -30,7 +30,7 @@ import numpy as np
 
 from ..atomic import atomic_file
 from ..topic_map import intertopic_coordinates
-from . import exported_topics, require
+from . import exported_topics, left_out, require
 
 R_TERMS = 30
 LAMBDA_STEP = 0.01
@@ -133,8 +133,10 @@ def write_json(model, corpus, output):
     data = model_prepared_dict(model, corpus)
     with atomic_file(output, "w") as fh:
         json.dump(data, fh)
-    return {"format": "pyldavis", "output": output, "topics": len(data["topic.order"]),
-            "vocabulary": model.n_words, "corpus": str(corpus.path), "files": [output], "not_carried": []}
+    topics = exported_topics(model)
+    return {"format": "pyldavis", "output": output, "topics": len(topics), "topic_ids": topics.tolist(),
+            "vocabulary": model.n_words, "corpus": str(corpus.path), "files": [output],
+            "not_carried": left_out(model, topics)}
 
 
 def pyldavis_data(model, corpus, R=R_TERMS, lambda_step=LAMBDA_STEP):
