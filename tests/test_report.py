@@ -177,6 +177,12 @@ def test_saved_coherence_is_shown_and_a_lost_corpus_is_said(corpora, tmp_path):
     run("report", model, "-o", tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert "recorded in the model is gone" in page and "<th>c_npmi</th>" not in page
+    from topicscale.models import load_model
+    unrecorded = load_model(model)
+    unrecorded.settings.pop("corpus")
+    note = report.topic_coherence(model, unrecorded, 10)[2]
+    assert note.startswith("No coherence: the model records no training corpus (`topicscale eval")
+    assert note.endswith("the report then shows those scores).")
 
 
 def test_a_model_fitted_without_heldout_says_why_there_is_no_curve(models, tmp_path):

@@ -102,7 +102,7 @@ def topic_coherence(model_path, model, top_n):
     how = (f"`topicscale eval {model_path} --coherence {COHERENCE_MEASURE} REFERENCE` scores the topics in "
            "another corpus, and the report then shows those scores")
     if not reference:
-        return [], {}, f"No coherence: the model records no training corpus ({how}."
+        return [], {}, f"No coherence: the model records no training corpus ({how})."
     if not (Path(reference) / "manifest.json").is_file():
         return [], {}, f"No coherence: the training corpus {reference} recorded in the model is gone ({how})."
     from .corpus.shards import Corpus
