@@ -11,6 +11,7 @@ import pkgutil
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -260,6 +261,16 @@ def test_partial_fit_continues_the_model_as_fit_init_does(tmp_path):
         est.partial_fit(X2[:, 1:])
     with pytest.raises(ValueError, match="vocabulary differs"):
         est.partial_fit(X2, vocabulary=VOCAB[::-1])
+    before = est.components_.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # nothing set differs from the model: no warning
+        LDA(**est.get_params()).partial_fit(X1, vocabulary=VOCAB).partial_fit(X2)
+    est.set_params(n_components=4, alpha=0.5)
+    with pytest.warns(UserWarning) as caught:
+        est.partial_fit(X2)
+    assert [str(w.message).split(":")[0] for w in caught] == [
+        "n_components=4 differs from the fitted model's 3", "alpha=0.5 differs from the fitted model's 0.3333333333333333"]
+    assert est.components_.shape == before.shape
 
 
 # ------------------------------------------------------------------ input

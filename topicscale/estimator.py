@@ -171,7 +171,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         step sizes' scale), or, on the first call, a fit of one pass. y is ignored."""
         if getattr(self, "polish", None):
             raise ValueError("polish sweeps a whole corpus after training, so it goes with fit and "
-                             "fit_corpus, not with partial_fit (which sees one minibatch a call)")
+                             "fit_corpus, not with partial_fit (one pass over the X of each call)")
         if getattr(self, "merge", None):
             raise ValueError("merge scores the merged topics on documents held aside from a whole corpus, so "
                              "it goes with fit and fit_corpus, not with partial_fit")
@@ -179,6 +179,8 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             raise ValueError("start='assignment' pays with the polish, which partial_fit refuses: use "
                              "fit or fit_corpus")
         first = not hasattr(self, "model_")
+        if not first:
+            self._warn_kept_parameters()
         rows = self._rows(X, reset=first)
         words = (self._vocabulary(vocabulary, self.n_features_in_) if first
                  else self.model_.vocab)
@@ -199,6 +201,22 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
                 prior = self._metrics
         model.settings.pop("corpus", None)
         return self._fitted(model, _passes(summary, n_docs), prior + metrics)
+
+    def _warn_kept_parameters(self):
+        """A warning for each parameter set (set_params) to other than what the fitted model keeps:
+        partial_fit continues that model, as `fit --init` does, whatever they say."""
+        import warnings
+        m = self.model_
+        kept = {"n_components": m.n_topics, "eta": "auto" if m.settings.get("eta_auto") else float(m.eta)}
+        if hasattr(m, "alpha"):
+            kept["alpha"] = "auto" if m.settings.get("alpha_auto") else float(np.asarray(m.alpha).reshape(-1)[0])
+        if hasattr(m, "omega"):
+            kept["omega"] = float(m.omega)
+        for name, own in kept.items():
+            value = getattr(self, name, None)
+            if value is not None and value != own:
+                warnings.warn(f"{name}={value!r} differs from the fitted model's {own!r}: partial_fit "
+                              "continues the fitted model with its own (fit starts a new one)", stacklevel=3)
 
     def _write(self, path, rows, words):
         n_docs = matrix.write_corpus(path, rows, words)
