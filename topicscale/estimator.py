@@ -206,13 +206,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         """A warning for each parameter set (set_params) to other than what the fitted model keeps:
         partial_fit continues that model, as `fit --init` does, whatever they say."""
         import warnings
-        m = self.model_
-        kept = {"n_components": m.n_topics, "eta": "auto" if m.settings.get("eta_auto") else float(m.eta)}
-        if hasattr(m, "alpha"):
-            kept["alpha"] = "auto" if m.settings.get("alpha_auto") else float(np.asarray(m.alpha).reshape(-1)[0])
-        if hasattr(m, "omega"):
-            kept["omega"] = float(m.omega)
-        for name, own in kept.items():
+        for name, own in _kept(self.model_).items():
             value = getattr(self, name, None)
             if value is not None and value != own:
                 warnings.warn(f"{name}={value!r} differs from the fitted model's {own!r}: partial_fit "
@@ -292,11 +286,9 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
                              f"topicscale.{model.kind.upper()}.load")
         names = set(params.param_names(cls.kind))
         given = {k: v for k, v in model.settings.items() if k in names}
-        given.update(n_components=model.n_topics, eta="auto" if model.settings.get("eta_auto") else float(model.eta))
-        if "alpha" in names:
-            given["alpha"] = _loaded_alpha(model)
-        if "omega" in names:
-            given["omega"] = float(model.omega)
+        given.update(_kept(model))
+        if given.get("alpha") == _default_alpha(model):     # a clone with another K or step takes its own
+            given["alpha"] = None
         estimator = cls(**given)
         estimator.n_features_in_ = model.n_words
         metrics = Path(path) / store.METRICS_FILE
@@ -309,19 +301,25 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         super().__setstate__(state)
 
 
-def _loaded_alpha(model):
-    """The alpha parameter a model was trained with: "auto" when it was learned, None when it is
-    the default (LDA: 1/K; HDP: models/hdp.default_alpha of its local step), so that a clone with
-    another n_components or local step takes that one's default; else the value."""
-    if model.settings.get("alpha_auto"):
-        return "auto"
-    alpha = float(np.asarray(model.alpha).reshape(-1)[0])
+def _kept(model):
+    """The parameters a fitted model keeps whatever an estimator's say (as `fit --init` does):
+    n_components, and eta, alpha and omega where it has them, "auto" for a learned prior."""
+    kept = {"n_components": model.n_topics, "eta": "auto" if model.settings.get("eta_auto") else float(model.eta)}
+    if hasattr(model, "alpha"):
+        kept["alpha"] = ("auto" if model.settings.get("alpha_auto")
+                         else float(np.asarray(model.alpha).reshape(-1)[0]))
+    if hasattr(model, "omega"):
+        kept["omega"] = float(model.omega)
+    return kept
+
+
+def _default_alpha(model):
+    """The alpha a model gets when none is given: LDA 1/K, the HDP models/hdp.default_alpha of its
+    local step."""
     if model.kind == "hdp":
         from .models.hdp import default_alpha
-        default = default_alpha(model.settings.get("local"))
-    else:
-        default = 1.0 / model.n_topics
-    return None if alpha == default else alpha
+        return default_alpha(model.settings.get("local"))
+    return 1.0 / model.n_topics
 
 
 class LDA(_TopicModel):
