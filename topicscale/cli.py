@@ -810,7 +810,8 @@ def export(model, output, fmt, corpus, threads, as_json):
 @click.option("--heldout", type=click.Path(exists=True, file_okay=False),
               help="Also score this held-out corpus (eval's default protocol).")
 @click.option("-n", "--words", "n_words", type=click.IntRange(2), default=10, show_default=True,
-              help="Top words per topic (and scored for coherence).")
+              help="Top words per topic, and the words scored for coherence unless `eval --coherence` "
+                   "saved scores (shown as saved, with their own count).")
 @click.option("--threads", type=int, help="Threads, 1 to the cores [default: all cores].")
 def report(model, output, heldout, n_words, threads):
     """Write an HTML page to look at MODEL: the held-out score against training time and
