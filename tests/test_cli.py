@@ -367,6 +367,8 @@ def test_infer_and_fit_refuse_what_would_be_wrong_silently(sotu, tmp_path):
     r = run("infer", tmp_path / "m", tmp_path / "c", "-o", tmp_path / "theta.tsv", ok=False)
     assert_user_error(r, f"ids.txt: has {len(ids) - 1} ids, manifest says {len(ids)} documents")
     assert not (tmp_path / "theta.tsv").exists()
+    r = run("infer", tmp_path / "m", f"file://{tmp_path / 'c'}", "-o", tmp_path / "theta.tsv", ok=False)
+    assert_user_error(r, f"file://{tmp_path / 'c'}/ids.txt: has {len(ids) - 1} ids")    # read by fsspec
     r = run("fit", tmp_path / "c", "-k", "3", "--passes", "0.0001", "-o", tmp_path / "none", ok=False)
     assert_user_error(r, "--passes 0.0001 trains on no document")
     assert not (tmp_path / "none").exists()

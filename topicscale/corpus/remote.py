@@ -12,7 +12,7 @@ import json
 import numpy as np
 
 from ..errors import InputError, TopicscaleError
-from .shards import Corpus, Rows, locate_rows
+from .shards import Corpus, Rows, counted_ids, locate_rows
 
 
 def _filesystem(url):
@@ -69,7 +69,7 @@ class RemoteCorpus(Corpus):
         return self._lines("ids.txt")
 
     def iter_ids(self):
-        yield from self._lines("ids.txt")
+        yield from counted_ids(self._lines("ids.txt"), self.n_docs, f"{self.url}/ids.txt")
 
     def _array(self, name):
         try:

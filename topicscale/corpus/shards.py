@@ -113,6 +113,17 @@ CORPUS_FILE = re.compile(r"(manifest\.json|ids\.txt|vocab\.txt|"
                          r"shard-\d{5,}\.(indptr|indices|counts|tokptr|tokens)\.npy)")
 
 
+def counted_ids(ids, n_docs, where):
+    """Yield `ids`, then an InputError naming `where` (an ids.txt) when they were fewer than the
+    manifest's n_docs."""
+    count = 0
+    for doc_id in ids:
+        count += 1
+        yield doc_id
+    if count < n_docs:
+        raise InputError(where, None, f"has {count} ids, manifest says {n_docs} documents")
+
+
 def check_corpus_output(path):
     """Refuse (TopicscaleError) to write a corpus to `path` when that would replace anything but
     an empty folder or another corpus's own files: a model, or files of the user's (beside a
@@ -326,14 +337,8 @@ class Corpus:
 
     def iter_ids(self):
         """Document ids in row order, streamed; an error when ids.txt has fewer than n_docs."""
-        count = 0
         with open(self.path / "ids.txt", encoding="utf-8") as fh:
-            for line in fh:
-                count += 1
-                yield line.rstrip("\n")
-        if count < self.n_docs:
-            raise InputError(self.path / "ids.txt", None, f"has {count} ids, manifest says {self.n_docs} "
-                             "documents")
+            yield from counted_ids((line.rstrip("\n") for line in fh), self.n_docs, self.path / "ids.txt")
 
     def shard(self, i):
         """Shard i, checked on first use: (indptr in memory, {part: (file, data offset)}), or
