@@ -312,3 +312,34 @@ def test_nothing_else_imports_dask(corpus, tmp_path):
     r = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "[]" and (tmp_path / "m" / "model.npz").is_file()
+
+
+@pytest.mark.filterwarnings("ignore:Port .* is already in use")   # the module's cluster has it
+def test_a_lost_scheduler_or_a_malformed_address_is_one_line(corpus, tmp_path, monkeypatch):
+    """The scheduler gone mid-run: one line (was distributed's traceback) that keeps the
+    checkpoint for --resume, which ends with the model of one process; a malformed address is
+    refused in one line too."""
+    train, _ = corpus
+    lc = dask_distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=logging.ERROR)
+    real_gather, calls = distributed.Executor.gather, []
+
+    def gather(self, futures):
+        calls.append(None)
+        if len(calls) == 12:                    # in the second minibatch
+            lc.close()
+        return real_gather(self, futures)
+
+    monkeypatch.setattr(distributed.Executor, "gather", gather)
+    out = tmp_path / "m"
+    r = run("fit", train, *FIT, "--checkpoint-every", "1", "--scheduler", lc.scheduler_address, "-o", out, code=2)
+    error = [line for line in r.output.splitlines() if line.startswith("topicscale: error:")]
+    assert len(error) == 1 and error[0].startswith("topicscale: error: lost the dask cluster"), r.output
+    assert f"checkpoint in {out} is kept" in r.output and "Traceback" not in r.output
+    monkeypatch.undo()
+    run("fit", "--resume", out)
+    run("fit", train, *FIT, "-o", tmp_path / "one")
+    assert same_model(out, tmp_path / "one")
+    for address in ("http://127.0.0.1:8786", "tcp://127.0.0.1"):
+        r = run("fit", train, *FIT, "--scheduler", address, "-o", tmp_path / "x", code=2)
+        assert f"cannot reach the dask scheduler at {address}" in r.output and "tcp://HOST:PORT" in r.output

@@ -305,3 +305,30 @@ def test_a_fit_failing_before_it_saved_any_training_leaves_nothing_behind(plante
     assert {p.name: p.read_bytes() for p in old.iterdir() if p.name != ".lock"} == files
     r = run("fit", corpus.path, "-k", "4", "--batch-size", "50", "-o", old, ok=False)
     assert "already holds a model" in r.output
+
+
+def test_a_full_disk_after_a_checkpoint_of_training_names_the_folder_and_the_resume(planted, reference,
+                                                                                     tmp_path, monkeypatch):
+    """No space for the third checkpoint: one line naming the model folder (the write's own error
+    names no file) and the --resume that continues from the second; resumed, the model is the
+    uninterrupted run's."""
+    from topicscale import atomic
+    _, corpus, heldout = planted
+    out = tmp_path / "model"
+    real_fdopen, opened = os.fdopen, []
+
+    def fdopen(fd, mode):
+        opened.append(None)
+        if len(opened) == 3:
+            os.close(fd)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fdopen(fd, mode)
+
+    monkeypatch.setattr(atomic.os, "fdopen", fdopen)
+    r = run("fit", corpus.path, *FIT, "--heldout", heldout.path, "--eval-every", "100", "-o", out, ok=False)
+    assert r.exit_code == 2
+    assert r.output.splitlines()[0] == f"topicscale: error: {out}: No space left on device"
+    assert f"`topicscale fit --resume {out}` continues it" in r.output
+    monkeypatch.undo()
+    resume(out)
+    assert_same_as_reference(out, reference)

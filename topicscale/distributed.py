@@ -73,17 +73,32 @@ def cluster(scheduler=None, workers=None, threads=None):
         else:
             try:
                 client = Client(scheduler, timeout=CONNECT_SECONDS)
-            except (OSError, TimeoutError) as exc:
-                raise TopicscaleError(f"cannot reach the dask scheduler at {scheduler}: {exc}") from None
+            except (OSError, TimeoutError, ValueError) as exc:     # ValueError: a malformed address
+                raise TopicscaleError(f"cannot reach the dask scheduler at {scheduler}: {exc} (an address "
+                                      "is tcp://HOST:PORT)") from None
         try:
             executor = Executor(client, threads or 1)
             executor.check_workers()
-            yield executor
+            with warnings.catch_warnings():     # the topic rows a task takes are meant to travel
+                warnings.filterwarnings("ignore", message="Sending large graph")
+                yield executor
         finally:
-            client.close()
+            _close_quietly(client)
     finally:
         if local_cluster is not None:
             local_cluster.close()
+
+
+def _close_quietly(client):
+    """client.close() with its logger silenced: a client that lost its scheduler logs the
+    reconnection that closing cancels as an error, with a traceback, after ours."""
+    log = logging.getLogger("distributed.client")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        client.close()
+    finally:
+        log.setLevel(level)
 
 
 class Executor:
@@ -152,13 +167,18 @@ class Executor:
         return self.client.submit(fn, *args, key=self.key(what, tag), pure=False, **kwargs)
 
     def gather(self, futures):
-        """The futures' results in order; a task that keeps killing its workers becomes one clear error."""
+        """The futures' results in order; a task that keeps killing its workers, or a cluster lost
+        (its scheduler gone: the tasks cancelled, the connection closed), becomes one clear error."""
+        from concurrent.futures import CancelledError
         from dask.distributed import KilledWorker
         try:
             return self.client.gather(futures)
         except KilledWorker as exc:
             raise TopicscaleError(f"a task was running on every worker that died while running it "
                                   f"({exc}); see the workers' logs") from None
+        except (CancelledError, OSError) as exc:
+            why = " ".join(str(exc).split())           # dask's reasons run over several lines
+            raise TopicscaleError(f"lost the dask cluster ({type(exc).__name__}: {why})") from None
 
     def local_key(self, local):
         """A key for a run's local step: workers keep one copy of it per key (worker._local)."""
@@ -281,4 +301,6 @@ class WarmUpMinibatch:
                              np.asarray(topics, dtype=np.float64), 0 if seed is None else seed, False,
                              what="warm", workers=[address], allow_other_workers=False)
                    for address in ex.worker_info()]
+        if not futures:
+            raise TopicscaleError("the dask cluster has no workers left")
         return ex.gather(futures)[0]

@@ -396,6 +396,7 @@ def _undone_on_failure(output, created, fresh):
         yield
     except BaseException as exc:
         checkpoint = output / CHECKPOINT_FILE
+        said = exc if isinstance(exc, TopicscaleError) else _written_where(exc, output)
         if fresh and (not checkpoint.exists() or _checkpoint_docs(output) == 0):
             checkpoint.unlink(missing_ok=True)
             (output / RUN_LOG).unlink(missing_ok=True)
@@ -405,10 +406,22 @@ def _undone_on_failure(output, created, fresh):
                     output.rmdir()
                 except OSError:
                     pass
-        elif isinstance(exc, TopicscaleError) and checkpoint.exists():
-            raise TopicscaleError(f"{exc}\n(the run's checkpoint in {output} is kept: once the cause is "
+            if said is not None and said is not exc:
+                raise TopicscaleError(said) from None
+        elif said is not None and checkpoint.exists():
+            raise TopicscaleError(f"{said}\n(the run's checkpoint in {output} is kept: once the cause is "
                                   f"fixed, `topicscale fit --resume {output}` continues it)") from None
         raise
+
+
+def _written_where(exc, output):
+    """An OSError of a fit as one line naming where (its file, or OUTPUT for a write with no file
+    name or to a hidden temporary file of atomic_file); None for other exceptions."""
+    if not isinstance(exc, OSError):
+        return None
+    name = Path(exc.filename).name if exc.filename else ""
+    where = exc.filename if name and not (name.startswith(".") and name.endswith(".tmp")) else output
+    return f"{where}: {exc.strerror or exc}"
 
 
 def _checkpoint_docs(output):
