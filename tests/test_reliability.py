@@ -126,6 +126,10 @@ def test_a_second_fit_into_a_locked_folder_is_refused(planted, tmp_path):
         assert r.exit_code == 2
         assert f"{out} is being written by another fit (pid 4242 on {socket.gethostname()})" in r.output
         assert sorted(p.name for p in out.iterdir()) == [".lock"]
+        (out / "checkpoint.npz").write_bytes(b"")      # the live fit's: said before its checkpoint
+        r = run("fit", corpus.path, "-k", "2", "--max-docs", "10", "-o", out, ok=False)
+        assert "is being written by another fit" in r.output and "--resume" not in r.output
+        (out / "checkpoint.npz").unlink()
     finally:
         os.close(holder)
     run("fit", corpus.path, "-k", "2", "--max-docs", "10", "-o", out)         # released: it runs

@@ -48,6 +48,9 @@ def _check_output(output, force, init_model):
     if is_corpus_folder(out):
         raise TopicscaleError(f"{output} holds a corpus; write the model to a folder of its own")
     continuing = init_model and out.resolve() == Path(init_model).resolve()
+    if (out / LOCK_FILE).exists():
+        with OutputLock(out):                   # another fit writing it is said first: its checkpoint
+            pass                                # and model are that run's, which --force cannot stop
     if (out / CHECKPOINT_FILE).exists() and not force:
         raise TopicscaleError(f"{output} holds an unfinished run; continue it with "
                               f"`topicscale fit --resume {output}`, or start over with --force")
