@@ -127,6 +127,8 @@ def test_a_second_fit_into_a_locked_folder_is_refused(planted, tmp_path):
         assert f"{out} is being written by another fit (pid 4242 on {socket.gethostname()})" in r.output
         assert sorted(p.name for p in out.iterdir()) == [".lock"]
         (out / "checkpoint.npz").write_bytes(b"")      # the live fit's: said before its checkpoint
+        r = run("info", out, ok=False)
+        assert f"{out} holds an unfinished run and no model yet: `topicscale fit --resume {out}`" in r.output
         r = run("fit", corpus.path, "-k", "2", "--max-docs", "10", "-o", out, ok=False)
         assert "is being written by another fit" in r.output and "--resume" not in r.output
         (out / "checkpoint.npz").unlink()

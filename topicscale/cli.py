@@ -284,6 +284,10 @@ def info(path, as_json):
             from .classify.model import FILENAME as CLASSIFIER_FILE
             if (Path(path) / CLASSIFIER_FILE).exists():
                 raise TopicscaleError(f"{path} holds a classifier: `topicscale classify info {path}` describes it")
+            from .runs import CHECKPOINT_FILE
+            if (Path(path) / CHECKPOINT_FILE).exists():
+                raise TopicscaleError(f"{path} holds an unfinished run and no model yet: `topicscale fit "
+                                      f"--resume {path}` continues it")
             raise TopicscaleError(f"{path} is neither a topicscale corpus (no manifest.json) nor a model "
                                   f"(no {MODEL_FILE})")
         m = load_model(path)
