@@ -343,3 +343,26 @@ def test_a_lost_scheduler_or_a_malformed_address_is_one_line(corpus, tmp_path, m
     for address in ("http://127.0.0.1:8786", "tcp://127.0.0.1"):
         r = run("fit", train, *FIT, "--scheduler", address, "-o", tmp_path / "x", code=2)
         assert f"cannot reach the dask scheduler at {address}" in r.output and "tcp://HOST:PORT" in r.output
+
+
+def test_a_worker_reading_another_corpus_or_none_is_refused(corpus):
+    """Workers read the corpus at the client's path or URL: one that reads another corpus there (a
+    stale copy, another mount) or cannot read it is named before any work (was a wrong model, or
+    "not a topicscale corpus" of a path the client reads)."""
+    train, _ = corpus
+    c = open_corpus(train)
+
+    class Client:
+        def __init__(self, answer):
+            self.answer = answer
+
+        def run(self, fn, *args):
+            return {"tcp://10.0.0.7:4000": self.answer}
+
+    distributed.Executor(Client(worker.corpus_manifest(c.location))).check_corpus(c)     # the same: fine
+    other = dict(c.manifest, source=[{"input": "elsewhere.jsonl", "format": "jsonl"}])
+    with pytest.raises(distributed.TopicscaleError, match="worker tcp://10.0.0.7:4000 reads another corpus at"):
+        distributed.Executor(Client(other)).check_corpus(c)
+    with pytest.raises(distributed.TopicscaleError, match="worker tcp://10.0.0.7:4000 cannot read the corpus: "
+                                                          ".*not a topicscale corpus"):
+        distributed.Executor(Client(worker.corpus_manifest(str(train) + "-gone"))).check_corpus(c)

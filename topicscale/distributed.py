@@ -117,8 +117,22 @@ class Executor:
 
     def fitting(self, corpus, chunk_docs):
         """This executor for a fit of `corpus` (opened here: its manifest and vocabulary only)."""
+        self.check_corpus(corpus)
         self.corpus, self.chunk_docs = corpus, int(chunk_docs)
         return self
+
+    def check_corpus(self, corpus):
+        """Refuse a corpus a worker cannot read at its location, or reads with another manifest
+        (another corpus at the same path: the model would silently be another corpus's)."""
+        for address, theirs in self.client.run(worker.corpus_manifest, corpus.location).items():
+            if isinstance(theirs, str):
+                raise TopicscaleError(f"the dask worker {address} cannot read the corpus: {theirs} "
+                                      "(workers read it at the path or URL this process does)")
+            if theirs != corpus.manifest:
+                raise TopicscaleError(f"the dask worker {address} reads another corpus at {corpus.location} "
+                                      f"({theirs.get('n_docs')} documents, {theirs.get('nnz')} non-zeros; here "
+                                      f"{corpus.manifest['n_docs']}, {corpus.manifest['nnz']}, or the same "
+                                      "counts from other inputs)")
 
     # ------------------------------------------------------------------ the cluster
     def worker_info(self):
@@ -210,6 +224,7 @@ class Executor:
     def map_blocks(self, corpus, row_blocks, fn, args_for):
         """As InProcess.map_blocks, on the workers: yield fn(block, *args_for(words)) for each
         block of row numbers of `corpus` in order, a few blocks loading and running at a time."""
+        self.check_corpus(corpus)
         window = max(2, 2 * self.n_workers)
         loading, running = deque(), deque()
         blocks = iter(row_blocks)

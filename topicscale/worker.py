@@ -50,6 +50,20 @@ def corpus(location):
     return _CORPORA[location]
 
 
+def corpus_manifest(location):
+    """The manifest of the corpus at `location` as this worker reads it now, or why it cannot; a
+    corpus prepared anew there since this process opened it replaces the one it kept."""
+    from .corpus.shards import open_corpus
+    from .errors import TopicscaleError
+    try:
+        now = open_corpus(location)
+    except TopicscaleError as exc:
+        return str(exc)
+    if location not in _CORPORA or _CORPORA[location].manifest != now.manifest:
+        _CORPORA[location] = now
+    return now.manifest
+
+
 def load(location, rows):
     """The documents at these row numbers of the corpus at `location` (Rows)."""
     return corpus(location).rows(rows)

@@ -17,6 +17,7 @@ class CorpusWithout:
         self.nnz = corpus.nnz - held.indices.shape[0]
         self.n_tokens = corpus.n_tokens - held.n_tokens
         self.vocab, self.n_words, self.location = corpus.vocab, corpus.n_words, corpus.location
+        self.manifest = corpus.manifest             # what a worker reading the location finds
         # kept position i is row i + (the number of aside rows r with r - (its rank) <= i)
         self._shift = self.aside - np.arange(self.aside.shape[0])
 
