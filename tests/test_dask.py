@@ -315,7 +315,7 @@ def test_nothing_else_imports_dask(corpus, tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore:Port .* is already in use")   # the module's cluster has it
-def test_a_lost_scheduler_or_a_malformed_address_is_one_line(corpus, tmp_path, monkeypatch):
+def test_a_lost_scheduler_or_a_malformed_address_is_one_line(corpus, tmp_path, monkeypatch, caplog):
     """The scheduler gone mid-run: one line (was distributed's traceback) that keeps the
     checkpoint for --resume, which ends with the model of one process; a malformed address is
     refused in one line too."""
@@ -340,6 +340,7 @@ def test_a_lost_scheduler_or_a_malformed_address_is_one_line(corpus, tmp_path, m
     run("fit", "--resume", out)
     run("fit", train, *FIT, "-o", tmp_path / "one")
     assert same_model(out, tmp_path / "one")
+    assert_a_killed_scheduler_is_one_line(train, tmp_path, monkeypatch, caplog)
     for address in ("http://127.0.0.1:8786", "tcp://127.0.0.1"):
         r = run("fit", train, *FIT, "--scheduler", address, "-o", tmp_path / "x", code=2)
         assert f"cannot reach the dask scheduler at {address}" in r.output and "tcp://HOST:PORT" in r.output
@@ -366,3 +367,51 @@ def test_a_worker_reading_another_corpus_or_none_is_refused(corpus):
     with pytest.raises(distributed.TopicscaleError, match="worker tcp://10.0.0.7:4000 cannot read the corpus: "
                                                           ".*not a topicscale corpus"):
         distributed.Executor(Client(worker.corpus_manifest(str(train) + "-gone"))).check_corpus(c)
+
+
+def test_a_worker_reopens_a_corpus_prepared_anew_at_its_path(tmp_path):
+    """A long-lived worker keeps the corpora it opened; one prepared anew at the same path (other
+    documents) is reopened when a run checks it, not read through the old offsets."""
+    rng = np.random.default_rng(3)
+    beta = planted_topics(3, 40, rng)
+    first = write_corpus(tmp_path / "c", lda_documents(beta, 50, 20, 0.3, rng), 40)
+    assert worker.corpus(str(first.path)).n_docs == 50
+    again = write_corpus(tmp_path / "c", lda_documents(beta, 70, 20, 0.3, rng), 40)
+    assert worker.corpus_manifest(str(again.path))["n_docs"] == 70
+    assert worker.corpus(str(again.path)).n_docs == 70
+
+
+def assert_a_killed_scheduler_is_one_line(train, tmp_path, monkeypatch, caplog):
+    """A scheduler process SIGKILLed mid-run: one line, without the error (a traceback on stderr)
+    dask's client logs when it is closed while reconnecting."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dask = Path(sys.executable).parent / "dask"
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker_process = subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-dashboard"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        real_gather, calls = distributed.Executor.gather, []
+
+        def gather(self, futures):
+            calls.append(None)
+            if len(calls) == 12:
+                scheduler.send_signal(signal.SIGKILL)
+                scheduler.wait()
+            return real_gather(self, futures)
+
+        monkeypatch.setattr(distributed.Executor, "gather", gather)
+        caplog.clear()
+        r = run("fit", train, *FIT, "--scheduler", address, "-o", tmp_path / "killed", code=2)
+        assert "lost the dask cluster" in r.output
+        time.sleep(0.5)
+        assert not [r for r in caplog.records if r.name == "distributed.client" and r.levelno >= logging.ERROR]
+    finally:
+        monkeypatch.undo()
+        for process in (worker_process, scheduler):
+            process.kill()
+            process.wait()

@@ -338,3 +338,25 @@ def test_a_full_disk_after_a_checkpoint_of_training_names_the_folder_and_the_res
     monkeypatch.undo()
     resume(out)
     assert_same_as_reference(out, reference)
+
+
+def test_force_over_an_unfinished_run_that_fails_at_once_leaves_no_run_to_resume(planted, tmp_path, monkeypatch):
+    """--force replaces an unfinished run; a new fit that fails before it saved any work leaves
+    neither run (was: the old checkpoint beside an emptied log, and advice to --resume it, which
+    padded the log with zero bytes)."""
+    from topicscale import runs
+    from topicscale.errors import TopicscaleError
+    _, corpus, _ = planted
+    out = tmp_path / "m"
+    args = ["fit", corpus.path, "-k", "4", "--batch-size", "100", "--checkpoint-every", "1", "-o", out]
+    r, _ = run_stopped(monkeypatch, 3, *args)
+    assert "partial model" in r.output and (out / "checkpoint.npz").exists()
+
+    def fails(config, corpus):
+        raise TopicscaleError("no memory for the topics")
+
+    monkeypatch.setattr(runs, "new_model", fails)
+    r = run(*args, "--force", ok=False)
+    assert r.output == "topicscale: error: no memory for the topics\n"
+    assert not (out / "checkpoint.npz").exists() and not (out / ".run.jsonl").exists()
+    assert (out / "model.npz").exists()             # the partial model of the stopped run stays

@@ -73,7 +73,9 @@ def cluster(scheduler=None, workers=None, threads=None):
         else:
             try:
                 client = Client(scheduler, timeout=CONNECT_SECONDS)
-            except (OSError, TimeoutError, ValueError) as exc:     # ValueError: a malformed address
+            except (OSError, TimeoutError) as exc:
+                raise TopicscaleError(f"cannot reach the dask scheduler at {scheduler}: {exc}") from None
+            except ValueError as exc:           # a malformed address
                 raise TopicscaleError(f"cannot reach the dask scheduler at {scheduler}: {exc} (an address "
                                       "is tcp://HOST:PORT)") from None
         try:
@@ -87,6 +89,19 @@ def cluster(scheduler=None, workers=None, threads=None):
     finally:
         if local_cluster is not None:
             local_cluster.close()
+
+
+@contextlib.contextmanager
+def _lost_cluster_said():
+    """The client's errors of a cluster it lost (its scheduler gone: tasks cancelled, the connection
+    closed) as one TopicscaleError; a task's own exception passes as it is."""
+    from concurrent.futures import CancelledError
+    from distributed.comm.core import CommClosedError
+    try:
+        yield
+    except (CancelledError, CommClosedError) as exc:
+        why = " ".join(str(exc).split())               # dask's reasons run over several lines
+        raise TopicscaleError(f"lost the dask cluster ({type(exc).__name__}: {why})") from None
 
 
 def _close_quietly(client):
@@ -124,7 +139,9 @@ class Executor:
     def check_corpus(self, corpus):
         """Refuse a corpus a worker cannot read at its location, or reads with another manifest
         (another corpus at the same path: the model would silently be another corpus's)."""
-        for address, theirs in self.client.run(worker.corpus_manifest, corpus.location).items():
+        with _lost_cluster_said():
+            manifests = self.client.run(worker.corpus_manifest, corpus.location)
+        for address, theirs in manifests.items():
             if isinstance(theirs, str):
                 raise TopicscaleError(f"the dask worker {address} cannot read the corpus: {theirs} "
                                       "(workers read it at the path or URL this process does)")
@@ -183,16 +200,13 @@ class Executor:
     def gather(self, futures):
         """The futures' results in order; a task that keeps killing its workers, or a cluster lost
         (its scheduler gone: the tasks cancelled, the connection closed), becomes one clear error."""
-        from concurrent.futures import CancelledError
         from dask.distributed import KilledWorker
         try:
-            return self.client.gather(futures)
+            with _lost_cluster_said():
+                return self.client.gather(futures)
         except KilledWorker as exc:
             raise TopicscaleError(f"a task was running on every worker that died while running it "
                                   f"({exc}); see the workers' logs") from None
-        except (CancelledError, OSError) as exc:
-            why = " ".join(str(exc).split())           # dask's reasons run over several lines
-            raise TopicscaleError(f"lost the dask cluster ({type(exc).__name__}: {why})") from None
 
     def local_key(self, local):
         """A key for a run's local step: workers keep one copy of it per key (worker._local)."""

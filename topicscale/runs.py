@@ -225,7 +225,8 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
             check_scorable(heldout)
     created = not output.exists()
     output.mkdir(parents=True, exist_ok=True)
-    with OutputLock(output), _undone_on_failure(output, created, fresh=not resume):
+    written = SavedRun()
+    with OutputLock(output), _undone_on_failure(output, created, written):
         for leftover in output.glob(".*.tmp"):         # a killed run's unrenamed atomic_file writes
             leftover.unlink()
         if resume:
@@ -241,7 +242,9 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
         else:
             model, algo_state = None, None
             state = RunState()
+            (output / CHECKPOINT_FILE).unlink(missing_ok=True)     # an unfinished run --force replaces
             (output / RUN_LOG).write_text("")
+            written.began = True
         corpus = open_corpus(config["corpus"])
         heldout = Corpus(config["heldout"]) if config["heldout"] else None
         if model is None:
@@ -253,7 +256,8 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
                 executor = stack.enter_context(cluster_for(config, worker_threads, say))
             while True:
                 summary, signum, first = _run(model, config, corpus, heldout, state, algo_state, output,
-                                              progress, say, fresh=not resume, executor=executor)
+                                              progress, say, fresh=not resume, executor=executor,
+                                              written=written)
                 if first is None:
                     return summary, signum
                 # --start auto: the run again from the assignment start (_starts_over), the
@@ -283,7 +287,8 @@ def _say_chunks(executor, limits, say):
             "(README: Running on a cluster)")
 
 
-def _run(model, config, corpus, heldout, state, algo_state, output, progress, say, fresh, executor=None):
+def _run(model, config, corpus, heldout, state, algo_state, output, progress, say, fresh, executor=None,
+         written=None):
     from .evaluate import check_vocabulary, evaluate_model
     if heldout is not None:
         check_vocabulary(model.vocab, heldout)
@@ -318,6 +323,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         log.flush()
         os.fsync(log.fileno())
         _save_checkpoint(output, model, algo, config, s, log.tell())
+        if written is not None:
+            written.training = written.training or bool(s.docs or s.train_seconds)
 
     try:
         if fresh:
@@ -390,18 +397,26 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         log.close()
 
 
+class SavedRun:
+    """What a fit has written to its output folder: whether it began a run there (an unfinished
+    run it replaces, --force, is gone, and its log is new) and whether a checkpoint of that run
+    holds work (documents trained, or a first run's time before a start-over or the assignment
+    start's)."""
+    began = False
+    training = False
+
+
 @contextlib.contextmanager
-def _undone_on_failure(output, created, fresh):
-    """A new fit that fails before it saved any training leaves OUTPUT as it found it: the
-    checkpoint of its start and its log go, and so does the folder when the fit made it. A
-    checkpoint that holds training is kept for --resume, which the error then names."""
+def _undone_on_failure(output, created, written):
+    """A fit that fails before it saved any work leaves OUTPUT as it was but for the unfinished run
+    it replaced: its checkpoint of nothing and its log go, and so does the folder when the fit made
+    it. A checkpoint that holds work is kept for --resume, which the error then names."""
     try:
         yield
     except BaseException as exc:
-        checkpoint = output / CHECKPOINT_FILE
         said = exc if isinstance(exc, TopicscaleError) else _written_where(exc, output)
-        if fresh and (not checkpoint.exists() or _checkpoint_docs(output) == 0):
-            checkpoint.unlink(missing_ok=True)
+        if written.began and not written.training:
+            (output / CHECKPOINT_FILE).unlink(missing_ok=True)
             (output / RUN_LOG).unlink(missing_ok=True)
             if created and [p.name for p in output.iterdir()] == [LOCK_FILE]:
                 try:
@@ -411,7 +426,7 @@ def _undone_on_failure(output, created, fresh):
                     pass
             if said is not None and said is not exc:
                 raise TopicscaleError(said) from None
-        elif said is not None and checkpoint.exists():
+        elif said is not None and (output / CHECKPOINT_FILE).exists():
             raise TopicscaleError(f"{said}\n(the run's checkpoint in {output} is kept: once the cause is "
                                   f"fixed, `topicscale fit --resume {output}` continues it)") from None
         raise
@@ -424,16 +439,7 @@ def _written_where(exc, output):
         return None
     name = Path(exc.filename).name if exc.filename else ""
     where = exc.filename if name and not (name.startswith(".") and name.endswith(".tmp")) else output
-    return f"{where}: {exc.strerror or exc}"
-
-
-def _checkpoint_docs(output):
-    """Documents the run saved in OUTPUT's checkpoint had trained on (None if it is unreadable)."""
-    try:
-        meta, _, _ = store.load(output, filename=CHECKPOINT_FILE)
-    except TopicscaleError:
-        return None
-    return meta["run"]["state"]["docs"]
+    return f"{where}: {exc.strerror or str(exc) or type(exc).__name__}"
 
 
 def _count_both_runs(summary, first):

@@ -54,11 +54,10 @@ def corpus_manifest(location):
     """The manifest of the corpus at `location` as this worker reads it now, or why it cannot; a
     corpus prepared anew there since this process opened it replaces the one it kept."""
     from .corpus.shards import open_corpus
-    from .errors import TopicscaleError
     try:
         now = open_corpus(location)
-    except TopicscaleError as exc:
-        return str(exc)
+    except Exception as exc:        # said on the client, naming this worker (PermissionError, a
+        return str(exc) or type(exc).__name__      # cloud store's credentials, a damaged manifest)
     if location not in _CORPORA or _CORPORA[location].manifest != now.manifest:
         _CORPORA[location] = now
     return now.manifest
