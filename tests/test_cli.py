@@ -709,3 +709,25 @@ def test_json_lines_on_standard_input_need_their_format(tmp_path):
     run("prepare", "-", "--format", "text", "--min-df", "1", "--max-df", "1", "-q", "-o", tmp_path / "t",
         input=lines)
     assert "text" in (tmp_path / "t" / "vocab.txt").read_text().split()
+
+
+def test_new_text_is_tokenised_as_the_training_corpus_was(tmp_path):
+    """prepare records its token pattern and stop words; fit copies them into the model; infer and
+    prepare --vocab CORPUS|MODEL tokenise new text alike unless told otherwise (they used the
+    defaults: 'b52' was no token and 'the' a stop word, so every word of the model was dropped)."""
+    (tmp_path / "t.txt").write_text("b52 f16 m4 the\nb52 m4 tank the\nf16 jet the\nb52 f16 jet tank\n")
+    run("prepare", tmp_path / "t.txt", "--token-pattern", "[a-z0-9]+", "--stopwords", "none", "--min-df", "1",
+        "--max-df", "1.0", "-q", "-o", tmp_path / "c")
+    assert "b52" in (tmp_path / "c" / "vocab.txt").read_text().split()
+    run("fit", tmp_path / "c", "-k", "2", "--passes", "3", "-q", "-o", tmp_path / "m")
+    assert load_model(tmp_path / "m").settings["tokenizer"] == {"token_pattern": "[a-z0-9]+", "stopwords": "none"}
+    (tmp_path / "new.txt").write_text("b52 f16 the\n")
+    r = run("infer", tmp_path / "m", tmp_path / "new.txt")
+    assert "none of the model's words" not in r.stderr
+    for reference in ("c", "m"):
+        s = json.loads(run("prepare", tmp_path / "new.txt", "--vocab", tmp_path / reference, "--json", "-q",
+                           "-o", tmp_path / f"n-{reference}").stdout)
+        assert s["tokens"] == 3 and s["dropped_tokens"] == 0         # b52, f16 and the
+    s = json.loads(run("prepare", tmp_path / "new.txt", "--vocab", tmp_path / "m", "--stopwords", "english",
+                       "--json", "-q", "-o", tmp_path / "n-given").stdout)
+    assert s["tokens"] == 2                         # the options given win

@@ -166,10 +166,12 @@ def cli():
               help="Text: drop words in more than this fraction of documents.")
 @click.option("--max-vocab", type=click.IntRange(0), default=0,
               help="Text: keep at most this many of the most frequent words (0: no limit).")
-@click.option("--stopwords", default="english", show_default=True,
-              help="Text: 'english' (built-in list), 'none', or a file with one word per line.")
+@click.option("--stopwords",
+              help="Text: 'english' (built-in list), 'none', or a file with one word per line "
+                   "[default: english, or with --vocab CORPUS|MODEL that corpus's].")
 @click.option("--token-pattern", default=None,
-              help="Text: regular expression of a token [default: runs of 2+ letters].")
+              help="Text: regular expression of a token [default: runs of 2+ letters, or with --vocab "
+                   "CORPUS|MODEL that corpus's].")
 @click.option("--text-field", default="text", show_default=True, help="JSON lines: field holding the text.")
 @click.option("--id-field", default="id", show_default=True, help="JSON lines: field holding the document id.")
 @click.option("--keep-order", is_flag=True,
@@ -186,12 +188,10 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
     """
     from .corpus.prepare import prepare as run
     from .corpus.readers import inputs_format
-    from .corpus.tokenize import DEFAULT_TOKEN_PATTERN
     _refuse_unused_prepare_options(inputs_format(inputs, fmt), vocab)
     summary = run(inputs, output, fmt=fmt, vocab=vocab, heldout=_heldout_spec(heldout),
                   heldout_output=heldout_output, seed=seed, min_df=min_df, max_df=max_df,
-                  max_vocab=max_vocab, stopwords=stopwords,
-                  token_pattern=token_pattern or DEFAULT_TOKEN_PATTERN, text_field=text_field,
+                  max_vocab=max_vocab, stopwords=stopwords, token_pattern=token_pattern, text_field=text_field,
                   id_field=id_field, keep_order=keep_order, progress=_show_progress(quiet))
     lines = [f"wrote {summary['output']}: {summary['documents']} documents, {summary['tokens']} tokens, "
              f"{summary['vocabulary']} words"]

@@ -19,6 +19,7 @@ import numpy as np
 from . import convergence, options, registry
 from .atomic import atomic_file
 from .coherence import listed_repeats, many_repeat
+from .corpus.prepare import corpus_tokenizer
 from .corpus.shards import Corpus, open_corpus
 from .corpus.subset import CorpusWithout
 from .errors import TopicscaleError
@@ -185,6 +186,9 @@ def new_model(config, corpus):
     kept = RUN_ONLY | set(options.KEPT_BY_INIT)
     model.settings = {k: v for k, v in config.items() if k not in kept and v is not None}
     model.settings.update(carried)
+    tokenizer = corpus_tokenizer(corpus.manifest)         # how `infer` and `prepare --vocab MODEL`
+    if tokenizer is not None:                             # tokenise new text
+        model.settings["tokenizer"] = tokenizer
     if model.settings.get("start") == "auto":
         model.settings["start"] = "near-uniform"        # until the run starts over (_starts_over)
     return model

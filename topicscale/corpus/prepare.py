@@ -26,12 +26,42 @@ from tqdm import tqdm
 from ..errors import InputError, TopicscaleError
 from . import readers
 from .shards import Corpus, CorpusWriter, check_corpus_output
-from .tokenize import DEFAULT_TOKEN_PATTERN, Tokenizer, load_stopwords
+from .tokenize import DEFAULT_TOKEN_PATTERN, described, from_description
 
 # recorded in both corpora's manifest stats ("prepare_version"); raised when the same command
 # line would write a different corpus. 2: --min-df / --max-df / --max-vocab count training
 # documents only (version 1 counted held-out documents too, so they shaped the vocabulary).
 PREPARE_VERSION = 2
+
+
+def tokenizer_for(vocab_spec, stopwords, token_pattern):
+    """The tokenizer (tokenize.described) of a prepare: the options given; those not given are
+    the defaults, or when the vocabulary comes from a corpus or a model, that corpus's (recorded by
+    its prepare in the manifest's sources; a model's is its training corpus's, copied by fit)."""
+    recorded = recorded_tokenizer(vocab_spec) if vocab_spec else None
+    mine = described(stopwords, token_pattern or DEFAULT_TOKEN_PATTERN)
+    if recorded is None:
+        return mine
+    return {"token_pattern": token_pattern or recorded["token_pattern"],
+            "stopwords": mine["stopwords"] if stopwords is not None else recorded["stopwords"]}
+
+
+def recorded_tokenizer(spec):
+    """How the corpus at `spec` (a corpus folder, or a model folder's training corpus) was
+    tokenised, or None (a word list, a bag of words, or a corpus prepared before this was kept)."""
+    path = Path(spec)
+    if (path / "model.npz").is_file():
+        from ..models import store
+        return store.load(path)[0].get("settings", {}).get("tokenizer")
+    if (path / "manifest.json").is_file():
+        return corpus_tokenizer(Corpus(path).manifest)
+    return None
+
+
+def corpus_tokenizer(manifest):
+    """The tokenizer a corpus manifest records (its text sources'), or None."""
+    found = [entry["tokenizer"] for entry in manifest.get("source", []) if "tokenizer" in entry]
+    return found[0] if found else None
 
 
 def load_vocabulary(spec):
@@ -158,10 +188,11 @@ def _encode(tokens, index):
 
 
 def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=None, seed=0,
-            min_df=2, max_df=0.5, max_vocab=0, stopwords=None, token_pattern=DEFAULT_TOKEN_PATTERN,
+            min_df=2, max_df=0.5, max_vocab=0, stopwords=None, token_pattern=None,
             text_field="text", id_field="id", keep_order=False, keep_empty=False, progress=True):
     """Write the corpus `output` (and `heldout_output`, default OUTPUT-heldout); returns a summary.
-    keep_order: also keep each text document's tokens in reading order (shards.py); keep_empty:
+    stopwords and token_pattern: None for the defaults ("english", DEFAULT_TOKEN_PATTERN) or,
+    with a vocabulary from a corpus or model, how that corpus was tokenised. keep_order: also keep each text document's tokens in reading order (shards.py); keep_empty:
     also write the documents left with no word of the vocabulary (infer's rows), counted as
     "empty_kept" in place of "skipped_empty"."""
     inputs = [os.fspath(p) for p in inputs]
@@ -191,7 +222,9 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
             result = _prepare_bow(inputs[0], fmt, vocab, output, heldout_output, heldout, seed, source, bar,
                                   keep_empty)
         else:
-            tokenizer = Tokenizer(load_stopwords(stopwords), token_pattern)
+            tokenizing = tokenizer_for(vocab, stopwords, token_pattern)
+            tokenizer = from_description(tokenizing)
+            source = [dict(entry, tokenizer=tokenizing) for entry in source]
             with spooled_stdin(inputs) as (files, stdin_copy):
                 if stdin_copy and guessed and fmt == "text":
                     refuse_json_as_text(stdin_copy, text_field)

@@ -58,3 +58,18 @@ class Tokenizer:
         return [t for t in found if t and t not in stop]
 
     __call__ = tokens
+
+
+def described(stopwords_spec, token_pattern):
+    """How text is tokenised, as a corpus manifest records it (stats "tokenizer") so that new text
+    encoded with its vocabulary is tokenised alike: the token pattern, and the stop words as
+    "english", "none" or the list a file gave."""
+    spec = "english" if stopwords_spec is None else str(stopwords_spec)
+    words = spec.lower() if spec.lower() in ("english", "none") else sorted(load_stopwords(spec))
+    return {"token_pattern": token_pattern, "stopwords": words}
+
+
+def from_description(tokenizer):
+    """The Tokenizer a `described` record stands for."""
+    words = tokenizer["stopwords"]
+    return Tokenizer(load_stopwords(words) if isinstance(words, str) else words, tokenizer["token_pattern"])
