@@ -151,7 +151,8 @@ def test_gensim_export_of_hdp_keeps_the_topics_carrying_99_percent(hdp_and_ctm, 
                                   f"{n} that carry 99% of the weight or of the tokens"]
     assert "not carried: " in result.stderr
     reference = tmp_path / "ref"
-    run("synth", hdp_path, "-n", "40", "--doc-length", "30", "-o", reference)
+    drawn = printed_json(run("synth", hdp_path, "-n", "40", "--doc-length", "30", "-o", reference, "--json"))
+    assert drawn["topics"] == n                     # the listed topics, not the truncation's rest
     vis = printed_json(run("export", hdp_path, "--format", "pyldavis", "--corpus", reference,
                            "-o", tmp_path / "vis.json", "--json"))
     assert vis["topic_ids"] == out["topic_ids"] and vis["not_carried"] == out["not_carried"]

@@ -243,16 +243,18 @@ def synth(model, output, documents, doc_length, alpha, heldout, seed, as_json, q
     """Draw a synthetic corpus from LDA with MODEL's topics (E[beta]) and stream it to shards.
 
     Topics fitted on a real corpus keep word statistics realistic: a way to make corpora of
-    any size for scaling tests.
+    any size for scaling tests. An HDP's are those `topics` lists (carrying 99% of the weight or
+    of the tokens), not the near-uniform rest of its truncation.
     """
     from .corpus.shards import check_corpus_output
     from .corpus.synth import synthesize
+    from .exports import exported_topics
     from .models import load_model
     heldout_output = output.rstrip("/") + "-heldout"
     for path in (output, heldout_output) if heldout else (output,):     # before drawing any
         check_corpus_output(path)
     m = load_model(model)
-    beta = m.expected_beta().T
+    beta = m.expected_beta()[:, exported_topics(m)].T
     summary = synthesize(beta, m.vocab, output, documents, doc_length, alpha, seed=seed,
                          progress=_show_progress(quiet))
     if heldout:
