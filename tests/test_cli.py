@@ -372,6 +372,10 @@ def test_infer_and_fit_refuse_what_would_be_wrong_silently(sotu, tmp_path):
     r = run("fit", tmp_path / "c", "-k", "3", "--passes", "0.0001", "-o", tmp_path / "none", ok=False)
     assert_user_error(r, "--passes 0.0001 trains on no document")
     assert not (tmp_path / "none").exists()
+    r = run("fit", tmp_path / "c", "-k", "3", "--algorithm", "batch", "--passes", "0.5", "-o", tmp_path / "b",
+            ok=False)
+    assert_user_error(r, "--algorithm batch updates the topics once a whole pass is read", "untrained")
+    assert not (tmp_path / "b").exists()
 
 
 @pytest.mark.parametrize("name, content, where", [

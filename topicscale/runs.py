@@ -219,9 +219,14 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
         _check_output(output, config["force"], config["init_model"])
         config = with_defaults(config)
         training = open_corpus(config["corpus"])
-        if planned_docs(training.n_docs, run_limits(config)) == 0:
+        planned = planned_docs(training.n_docs, run_limits(config))
+        if planned == 0:
             raise TopicscaleError(f"--passes {config['passes']:g} trains on no document of "
                                   f"{config['corpus']}; give a share of a pass that holds one or more")
+        if config["algorithm"] == "batch" and planned is not None and planned < training.n_docs:
+            raise TopicscaleError(f"--algorithm batch updates the topics once a whole pass is read, and this run "
+                                  f"ends after {planned} of the corpus's {training.n_docs} documents (--passes, "
+                                  "--max-docs): it would write the topics untrained")
         if config["heldout"]:                   # refused before the output folder is made
             from .evaluate import check_scorable, check_vocabulary
             heldout = Corpus(config["heldout"])
