@@ -418,7 +418,9 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
                      "`topicscale eval`)")
     if summary.get("heldout"):
         h = summary["heldout"]
-        lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} "
+        by = {"common": "the common fold-in", "gibbs": "the Gibbs fold-in"}.get(h.get("protocol"),
+                                                                               "its own predictive")
+        lines.append(f"held-out per-word log likelihood {h['per_word_ll']:.4f} by {by} "
                      f"(perplexity {h['perplexity']:.1f}, {h['documents']} documents)")
     if summary.get("report"):
         lines.append(f"wrote the report {summary['report']}")
@@ -557,8 +559,9 @@ fit.help = _fit_help()
                    "every LDA model however it was trained (and evaluate_topics, the benchmarks' "
                    "protocol); gibbs = the same by collapsed Gibbs sampling, the posterior predictive "
                    "that mean-field approximates (slower; mean-field favours blurred topics on short "
-                   "documents); own = the model's own local step and prior. HDP and CTM models are "
-                   "scored by their own predictive under any choice. [default: common]")
+                   "documents); own = the model's own local step and prior. HDP and CTM models: own "
+                   "predictive by default; common or gibbs score the topics `export` writes as those of "
+                   "an LDA. [default: common; HDP, CTM: own]")
 @click.option("--threads", type=int, help="Threads, 1 to the cores [default: all cores; a dask worker 1].")
 @_cluster_options
 @click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, unscored_documents, heldout_tokens, protocol} (protocol: common, gibbs or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, repeated_topics, absent_words}.")
@@ -591,9 +594,9 @@ def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, sched
     given = [flag for flag, value in (("--top-n", top_n), ("--window", window)) if value is not None]
     if given:
         raise click.UsageError(f"{' and '.join(given)} {'go' if len(given) > 1 else 'goes'} with --coherence")
-    seed, fold_in = seed or 0, fold_in or "common"
+    seed, given_fold_in, fold_in = seed or 0, fold_in, fold_in or "common"
     from .corpus.shards import open_corpus
-    from .evaluate import check_scorable, describe_protocol, evaluate_model
+    from .evaluate import COMMON_KINDS, check_scorable, describe_protocol, evaluate_exported, evaluate_model
     from .models import load_model
     _require_dask({"scheduler": scheduler, "workers": workers})
     worker_threads = threads
@@ -602,7 +605,10 @@ def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, sched
     with _cluster(scheduler, workers, worker_threads) as executor:
         scored = open_corpus(_corpus_location(heldout))
         check_scorable(scored)
-        result = evaluate_model(m, scored, fold_in=fold_in, seed=seed, executor=executor)
+        if m.kind not in COMMON_KINDS and given_fold_in in ("common", "gibbs"):    # its exported topics
+            result = evaluate_exported(m, scored, seed=seed, executor=executor, fold_in=given_fold_in)
+        else:
+            result = evaluate_model(m, scored, fold_in=fold_in, seed=seed, executor=executor)
     result["unscored_documents"] = scored.n_docs - result["documents"]
     lines = [f"protocol: {describe_protocol(m, result['protocol'])}",
              f"per-word log likelihood {result['per_word_ll']:.4f}", f"perplexity {result['perplexity']:.2f}",

@@ -235,23 +235,25 @@ def evaluate_model(model, heldout, fold_in="common", seed=0, local=None, executo
     return dict(result, protocol="own")
 
 
-def evaluate_exported(model, heldout, seed=0, executor=None):
-    """The common fold-in (evaluate_topics) of the topics `export` writes (HDP: those carrying
-    99% of the weight or of the tokens): how another tool scores them."""
+def evaluate_exported(model, heldout, seed=0, executor=None, fold_in="common"):
+    """The common (or Gibbs) fold-in (evaluate_topics) of the topics `export` writes (HDP: those
+    carrying 99% of the weight or of the tokens): how another tool scores them."""
     from .exports import exported_topics
     beta = np.ascontiguousarray(model.expected_beta()[:, exported_topics(model)].T)
-    return dict(evaluate_topics(beta, heldout, seed=seed, executor=executor), protocol="common")
+    return dict(evaluate_topics(beta, heldout, seed=seed, executor=executor, fold_in=fold_in),
+                protocol=fold_in, topics=int(beta.shape[0]))
 
 
 def describe_protocol(model, protocol):
     """The fold-in behind a score of `model`, in words (one line of `eval`'s output)."""
+    on = "E[beta]" if model.kind in COMMON_KINDS else f"the topics `export` writes of the {model.kind} model"
+    if protocol == "common":
+        return f"common (mean-field fold-in on {on}, alpha = 1/K)"
+    if protocol == "gibbs":
+        return (f"gibbs (collapsed Gibbs fold-in on {on}, alpha = 1/K, {GIBBS_SWEEPS} sweeps, "
+                f"the first {GIBBS_BURN_IN} discarded)")
     if model.kind not in COMMON_KINDS:
         return f"own predictive of the {model.kind} model ({local_in_words(model)})"
-    if protocol == "common":
-        return "common (mean-field fold-in on E[beta], alpha = 1/K)"
-    if protocol == "gibbs":
-        return (f"gibbs (collapsed Gibbs fold-in on E[beta], alpha = 1/K, {GIBBS_SWEEPS} sweeps, "
-                f"the first {GIBBS_BURN_IN} discarded)")
     return f"own (the model's {local_in_words(model)}, and its prior)"
 
 
