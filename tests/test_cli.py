@@ -265,6 +265,8 @@ def test_synth_says_where_it_drew_the_heldout_documents(model, tmp_path):
     out = run("synth", root / "model", "-n", "5", "--heldout", "2", "-o", tmp_path / "s").stdout
     assert out.strip().endswith(f"and 2 held-out ones to {tmp_path / 's-heldout'}")
     assert json.loads(run("info", tmp_path / "s-heldout", "--json").output)["documents"] == 2
+    ids = [(tmp_path / f).read_text().split() for f in ("s/ids.txt", "s-heldout/ids.txt")]
+    assert ids == [["s0", "s1", "s2", "s3", "s4"], ["h0", "h1"]]      # no id in both
 
 
 def test_eval_says_why_documents_were_not_scored():
@@ -735,3 +737,14 @@ def test_new_text_is_tokenised_as_the_training_corpus_was(tmp_path):
     s = json.loads(run("prepare", tmp_path / "new.txt", "--vocab", tmp_path / "m", "--stopwords", "english",
                        "--json", "-q", "-o", tmp_path / "n-given").stdout)
     assert s["tokens"] == 2                         # the options given win
+
+
+def test_fit_says_why_it_stopped_and_report_and_init_say_what_to_give(model, tmp_path):
+    root, _ = model
+    r = run("fit", root / "corpus", "-k", "3", "--max-docs", "300", "-q", "-o", tmp_path / "m")
+    assert "stopped by --max-docs" in r.stdout
+    r = run("fit", root / "corpus", "--init", tmp_path / "m", "--model", "hdp", "-o", tmp_path / "h", ok=False)
+    assert_user_error(r, "--init model is lda, not hdp: add --model lda")
+    r = run("report", root / "model", "-o", f"{tmp_path / 'pages'}/", ok=False)
+    assert_user_error(r, "names a folder; give the report's file name")
+    assert not (tmp_path / "pages").exists()

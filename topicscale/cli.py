@@ -97,7 +97,7 @@ def _heldout_spec(value):
     except ValueError:
         raise click.BadParameter(f"{value!r} is neither a count nor a fraction", param_hint="--heldout") from None
     if not math.isfinite(number) or number <= 0 or (number >= 1 and number != int(number)):
-        raise click.BadParameter(f"{value!r}: a fraction in (0, 1) or a whole number of documents",
+        raise click.BadParameter(f"{value!r}: a fraction in (0, 1) or a whole number of documents, 1 or more",
                                  param_hint="--heldout")
     return number
 
@@ -232,7 +232,7 @@ def _refuse_unused_prepare_options(fmt, vocab):
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Corpus folder to write.")
 @click.option("-n", "--documents", type=click.IntRange(1), required=True, help="Documents to draw.")
 @click.option("--doc-length", type=click.FloatRange(1), default=100.0, show_default=True,
-              help="Mean document length (Poisson).")
+              help="Mean document length (Poisson, each document at least one word).")
 @click.option("--alpha", type=click.FloatRange(0, min_open=True), default=0.1, show_default=True,
               help="Dirichlet prior of the documents' topic proportions.")
 @click.option("--heldout", type=click.IntRange(0), default=0, help="Also draw this many documents into OUTPUT-heldout.")
@@ -259,7 +259,7 @@ def synth(model, output, documents, doc_length, alpha, heldout, seed, as_json, q
                          progress=_show_progress(quiet))
     if heldout:
         summary["heldout"] = synthesize(beta, m.vocab, heldout_output, heldout, doc_length,
-                                        alpha, seed=seed + 1)["output"]
+                                        alpha, seed=seed + 1, id_prefix="h")["output"]
     _emit(as_json, summary, [f"wrote {summary['output']}: {summary['documents']} documents drawn from "
                              f"{summary['topics']} topics"
                              + (f", and {heldout} held-out ones to {summary['heldout']}" if heldout else "")])
@@ -402,6 +402,8 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
                      "assignment (--start auto)")
     if summary.get("scored_on"):
         lines.append(_convergence_line(summary))
+    elif summary.get("stopped") in ("time_limit", "max_docs"):
+        lines.append(f"stopped by --{summary['stopped'].replace('_', '-')}")
     if summary.get("merge"):
         lines.extend(_merge_line(summary["merge"]))
     if summary.get("polish"):

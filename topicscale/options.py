@@ -155,11 +155,12 @@ RUN_OPTIONS = (
            "of workers, so the model does not depend on where they run (it changes with this count, in the "
            "rounding of the sums).", CHUNK_DOCS),
     Option("scheduler", ("--scheduler",), str,
-           "Run the local steps on the dask cluster whose scheduler is at this address (e.g. "
-           "tcp://HOST:8786; workers started with --nthreads 1, reading CORPUS at the same path or URL); "
-           "the global step stays here. Needs topicscale[dask]."),
+           "Run the documents' work (fit's local steps, eval's and infer's fold-ins) on the dask cluster "
+           "whose scheduler is at this address (e.g. tcp://HOST:8786; workers started with --nthreads 1, "
+           "reading the corpus at the same path or URL); fit's global step stays here. Needs "
+           "topicscale[dask]."),
     Option("workers", ("--workers",), click.IntRange(1),
-           "Run the local steps on a dask LocalCluster of this many worker processes on this machine. "
+           "Run the documents' work on a dask LocalCluster of this many worker processes on this machine. "
            "Needs topicscale[dask]."),
     Option("heldout", ("--heldout",), click.Path(exists=True, file_okay=False),
            "Held-out corpus scored during and after training (eval's default protocol). When fit "

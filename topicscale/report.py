@@ -10,6 +10,7 @@ sentence instead. `write_report` draws the plots (report_plots.py, matplotlib) a
 self-contained HTML page (report_html.py).
 """
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,8 +203,8 @@ def check_output(output):
     from .report_plots import require_matplotlib
     require_matplotlib()
     out = Path(output)
-    if out.is_dir():
-        raise TopicscaleError(f"{output} is a folder; give the report's file name (e.g. report.html)")
+    if out.is_dir() or str(output).endswith(("/", os.sep)):
+        raise TopicscaleError(f"{output} names a folder; give the report's file name (e.g. report.html)")
     check_parent(out)
 
 

@@ -175,7 +175,7 @@ def new_model(config, corpus):
         model = load_model(config["init_model"])
         check_vocabulary(model.vocab, corpus)
         if model.kind != config["model"]:
-            raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}")
+            raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}: add --model {model.kind}")
         carried = {k: True for k in LEARNED if model.settings.get(k)}      # the model keeps its priors
         if "start" in model.settings:
             carried["start"] = model.settings["start"]                      # and where it started

@@ -13,8 +13,9 @@ BLOCK_DOCS = 10_000
 
 
 def synthesize(beta, vocab, output, n_docs, doc_length, alpha, seed=0, progress=False,
-               shard_docs=SHARD_DOCS):
-    """Write `n_docs` documents drawn from LDA(beta (K x V), alpha) to the corpus `output`."""
+               shard_docs=SHARD_DOCS, id_prefix="s"):
+    """Write `n_docs` documents drawn from LDA(beta (K x V), alpha) to the corpus `output`, their
+    ids `id_prefix` and their number."""
     beta = np.asarray(beta, dtype=np.float64)
     cumulative = np.cumsum(beta, axis=1)
     alpha = np.full(beta.shape[0], float(alpha))
@@ -30,7 +31,7 @@ def synthesize(beta, vocab, output, n_docs, doc_length, alpha, seed=0, progress=
             indices = np.empty(int(lengths.sum()), dtype=np.int32)
             counts = np.empty(int(lengths.sum()), dtype=np.int32)
             nnz = draw_documents(int(rng.integers(2**31)), lengths, alpha, cumulative, indptr, indices, counts)
-            writer.add_block([f"s{start + i}" for i in range(lengths.shape[0])], indptr,
+            writer.add_block([f"{id_prefix}{start + i}" for i in range(lengths.shape[0])], indptr,
                              indices[:nnz], counts[:nnz])
             written += lengths.shape[0]
             bar.update(lengths.shape[0])
