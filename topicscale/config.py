@@ -37,8 +37,8 @@ def load_defaults(spec, command, ctx=None):
         if param is None:
             raise TopicscaleError(f"{path}: unknown setting {key!r}; valid: "
                                   f"{', '.join(sorted(n.replace('_', '-') for n in params))}")
-        if isinstance(param.type, click.Path) and isinstance(value, str) and not Path(value).is_absolute():
-            value = str(path.parent / value)
+        if isinstance(param.type, click.Path) and isinstance(value, str):
+            value = str(path.parent / Path(value).expanduser())     # an absolute path stays itself
         if not param.multiple and param.nargs == 1:
             try:
                 param.type.convert(value, param, ctx)

@@ -30,8 +30,9 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False, exec
     corpus = len(inputs) == 1 and (is_url(inputs[0]) or (Path(inputs[0]) / "manifest.json").is_file())
     if fields and (corpus or inputs_format(inputs, fmt) != "jsonl"):
         given = " and ".join("--" + k.replace("_", "-") for k in fields)
+        hint = " (standard input needs --format jsonl)" if "-" in inputs and fmt is None else ""
         raise TopicscaleError(f"{given} {'name fields' if len(fields) > 1 else 'names a field'} of JSON lines "
-                              "INPUTS, which these are not")
+                              f"INPUTS, which these are not{hint}")
     if corpus:
         if fmt is not None:
             raise TopicscaleError(f"--format {fmt} is the format of raw INPUTS; {inputs[0]} is a "

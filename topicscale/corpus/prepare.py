@@ -313,7 +313,7 @@ def _prepare_text(files, stdin_copy, fmt, vocab_spec, output, heldout_output, he
                 heldout_dropped += unknown
             split.add(position, doc_id, ids, counts, order if keep_order else None)
             bar.update()
-        if vocab_spec and split.train.n_docs == 0 and not keep_empty:
+        if vocab_spec and split.train.n_docs == 0 and not keep_empty and dropped > heldout_dropped:
             raise InputError(files[0], None, f"no training document holds a word of the vocabulary of {vocab_spec} "
                              "(words are matched after the text is lower-cased, tokenised and stripped of "
                              "stop words)")
