@@ -175,7 +175,8 @@ def new_model(config, corpus):
         model = load_model(config["init_model"])
         check_vocabulary(model.vocab, corpus)
         if model.kind != config["model"]:
-            raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}: add --model {model.kind}")
+            raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}: "
+                                  f"add --model {model.kind}")
         carried = {k: True for k in LEARNED if model.settings.get(k)}      # the model keeps its priors
         if "start" in model.settings:
             carried["start"] = model.settings["start"]                      # and where it started
@@ -265,8 +266,7 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
                 executor = stack.enter_context(cluster_for(config, worker_threads, say))
             while True:
                 summary, signum, first = _run(model, config, corpus, heldout, state, algo_state, output,
-                                              progress, say, fresh=not resume, executor=executor,
-                                              written=written)
+                                              progress, say, not resume, written, executor=executor)
                 if first is None:
                     return summary, signum
                 # --start auto: the run again from the assignment start (_starts_over), the
@@ -296,8 +296,8 @@ def _say_chunks(executor, limits, say):
             "(README: Running on a cluster)")
 
 
-def _run(model, config, corpus, heldout, state, algo_state, output, progress, say, fresh, executor=None,
-         written=None):
+def _run(model, config, corpus, heldout, state, algo_state, output, progress, say, fresh, written,
+         executor=None):
     from .evaluate import check_vocabulary, evaluate_model
     if heldout is not None:
         check_vocabulary(model.vocab, heldout)
@@ -332,8 +332,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
         log.flush()
         os.fsync(log.fileno())
         _save_checkpoint(output, model, algo, config, s, log.tell())
-        if written is not None:
-            written.training = written.training or bool(s.docs or s.train_seconds)
+        written.training = written.training or bool(s.docs or s.train_seconds)
 
     try:
         if fresh:
