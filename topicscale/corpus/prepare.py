@@ -3,9 +3,10 @@
 Raw text takes two streaming passes: the first counts document frequencies (memory grows
 with the vocabulary, and by a hash and a position a document to find repeated ids) and the
 second encodes; standard input is spooled to a temporary file so that it can be read several
-times. A fixed vocabulary (--vocab) encodes text in one pass, dropping and counting unknown words. Bag-of-words input is
-copied document by document. Empty documents are skipped and counted; document ids
-travel with every document. Held-out documents are drawn at random (seeded) from the
+times. A fixed vocabulary (--vocab) encodes text in one pass, dropping and counting unknown
+words, tokenised as its corpus was (tokenizer_for). Bag-of-words input is copied document by
+document. Empty documents are skipped and counted; document ids travel with every document, and
+ids that repeat are counted (a pass more, only when some ids' hashes meet). Held-out documents are drawn at random (seeded) from the
 input and written to a second corpus; they are drawn first (one more pass, counting the
 documents) so that the vocabulary is built from the training documents only: held-out
 documents are encoded with it like new text, unknown words dropped and counted. Both corpora
@@ -192,9 +193,10 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
             text_field="text", id_field="id", keep_order=False, keep_empty=False, progress=True):
     """Write the corpus `output` (and `heldout_output`, default OUTPUT-heldout); returns a summary.
     stopwords and token_pattern: None for the defaults ("english", DEFAULT_TOKEN_PATTERN) or,
-    with a vocabulary from a corpus or model, how that corpus was tokenised. keep_order: also keep each text document's tokens in reading order (shards.py); keep_empty:
-    also write the documents left with no word of the vocabulary (infer's rows), counted as
-    "empty_kept" in place of "skipped_empty"."""
+    with a vocabulary from a corpus or model, how that corpus was tokenised. keep_order: also keep
+    each text document's tokens in reading order (shards.py); keep_empty: also write the documents
+    left with no word of the vocabulary (infer's rows), counted as "empty_kept" in place of
+    "skipped_empty"."""
     inputs = [os.fspath(p) for p in inputs]
     seen = set()
     for name in inputs:
@@ -228,9 +230,9 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
             with spooled_stdin(inputs) as (files, stdin_copy):
                 if stdin_copy and guessed and fmt == "text":
                     refuse_json_as_text(stdin_copy, text_field)
-                result = _prepare_text(files, stdin_copy, fmt, vocab, output, heldout_output, heldout, seed, source,
-                                       tokenizer, min_df, max_df, max_vocab, text_field, id_field, bar,
-                                       keep_order, keep_empty)
+                result = _prepare_text(files, stdin_copy, fmt, vocab, output, heldout_output, heldout, seed,
+                                       source, tokenizer, min_df, max_df, max_vocab, text_field, id_field,
+                                       bar, keep_order, keep_empty)
     finally:
         bar.close()
     return result
@@ -314,9 +316,9 @@ def _prepare_text(files, stdin_copy, fmt, vocab_spec, output, heldout_output, he
             split.add(position, doc_id, ids, counts, order if keep_order else None)
             bar.update()
         if vocab_spec and split.train.n_docs == 0 and not keep_empty and dropped > heldout_dropped:
-            raise InputError(files[0], None, f"no training document holds a word of the vocabulary of {vocab_spec} "
-                             "(words are matched after the text is lower-cased, tokenised and stripped of "
-                             "stop words)")
+            raise InputError(files[0], None, f"no training document holds a word of the vocabulary of "
+                             f"{vocab_spec} (words are matched after the text is lower-cased, tokenised and "
+                             "stripped of stop words)")
         repeated = repeated_ids(docs, split.same_hashed_ids())
         split.close(files[0], {"dropped_tokens": dropped - heldout_dropped,
                                "heldout_dropped_tokens": heldout_dropped}, {"dropped_tokens": heldout_dropped})
