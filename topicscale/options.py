@@ -83,7 +83,8 @@ PART_OPTIONS = (
     Option("tau", ("--tau",), click.FloatRange(0, min_open=True),
            "Delay: down-weights the first minibatches; at least 1, so that no step exceeds 1 "
            "(SCVB0: any tau > 0, its step is capped at 1).", 64.0,
-           "64, or the algorithm's; a short LDA run's default cvb0 step: a sixteenth of its updates"),
+           "64, or the algorithm's (scvb0 1000, ssmf 10, ssmf-a 1, the CTM's svi 1); a short LDA run's "
+           "default cvb0 step: a sixteenth of its updates"),
     Option("max_iter", ("--max-iter",), click.IntRange(1), "Cap on E-step sweeps per document.", 100),
     Option("tol", ("--tol",), click.FloatRange(0),
            "The E-step stops when the mean change of a document's parameters is below this.", 1e-3),
