@@ -748,3 +748,17 @@ def test_fit_says_why_it_stopped_and_report_and_init_say_what_to_give(model, tmp
     r = run("report", root / "model", "-o", f"{tmp_path / 'pages'}/", ok=False)
     assert_user_error(r, "names a folder; give the report's file name")
     assert not (tmp_path / "pages").exists()
+
+
+def test_init_continues_with_the_models_own_local_step(sotu, tmp_path):
+    """--init without --local keeps the step the model was trained with (a one-pass continuation's
+    rule chose mean-field for a CVB0 HDP, beside the alpha0 of CVB0 the model keeps); --local
+    still chooses."""
+    root, _ = sotu
+    run("fit", root / "corpus", "--model", "hdp", "-k", "10", "-q", "-o", tmp_path / "h")
+    assert load_model(tmp_path / "h").settings["local"] == "cvb0"
+    run("fit", root / "corpus", "--model", "hdp", "--init", tmp_path / "h", "--passes", "1", "-q", "-o", tmp_path / "h2")
+    assert load_model(tmp_path / "h2").settings["local"] == "cvb0"
+    run("fit", root / "corpus", "--model", "hdp", "--init", tmp_path / "h", "--passes", "1", "--local", "meanfield",
+        "-q", "-o", tmp_path / "h3")
+    assert load_model(tmp_path / "h3").settings["local"] == "meanfield"

@@ -174,8 +174,8 @@ RUN_OPTIONS = (
     Option("checkpoint_seconds", ("--checkpoint-interval", "checkpoint_seconds"), click.FloatRange(0),
            "Seconds between checkpoints (0: only by --checkpoint-every).", 300.0),
     Option("init_model", ("--init", "init_model"), click.Path(exists=True, file_okay=False),
-           "Continue training this model (same vocabulary; its priors and K are kept, its step "
-           "counter carried on)."),
+           "Continue training this model (same vocabulary; its priors and K are kept, and its local "
+           "step unless --local is given; its step counter carried on)."),
     Option("report", ("--report",), click.Path(dir_okay=False),
            "Write the model's HTML report (`topicscale report`) to this file at the end of the run "
            "(needs topicscale[report])."),

@@ -139,6 +139,8 @@ def with_defaults(config):
     sized = dict(config, batch_size=config["batch_size"] or paper.get("batch_size")
                  or options.BY_NAME["batch_size"].default)
     brought = {}
+    if config["local"] is None and config.get("init_model"):
+        config["local"] = _init_local(config)       # --init continues a model with its own local step
     if config["local"] is None:
         config["local"], brought = default_step(sized)
     options.check(config)
@@ -164,6 +166,15 @@ def with_defaults(config):
         if config["merge"] is None:
             config["merge"] = until_converged and not config["init_model"]
     return config
+
+
+def _init_local(config):
+    """The local step the --init model was trained with, when this run's model and algorithm take
+    it (else None: the run's rule chooses, and new_model refuses a model of another kind)."""
+    meta = store.load(config["init_model"])[0]
+    local = meta.get("settings", {}).get("local")
+    takes = registry.cell(config["model"], config["algorithm"]).locals
+    return local if meta.get("model") == config["model"] and local in takes else None
 
 
 def new_model(config, corpus):
