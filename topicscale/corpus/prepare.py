@@ -6,11 +6,11 @@ second encodes; standard input is spooled to a temporary file so that it can be 
 times. A fixed vocabulary (--vocab) encodes text in one pass, dropping and counting unknown
 words, tokenised as its corpus was (tokenizer_for). Bag-of-words input is copied document by
 document. Empty documents are skipped and counted; document ids travel with every document, and
-ids that repeat are counted (a pass more, only when some ids' hashes meet). Held-out documents are drawn at random (seeded) from the
-input and written to a second corpus; they are drawn first (one more pass, counting the
-documents) so that the vocabulary is built from the training documents only: held-out
-documents are encoded with it like new text, unknown words dropped and counted. Both corpora
-appear atomically, or not at all.
+ids that repeat are counted (a pass more, only when some ids' hashes meet). Held-out documents
+are drawn at random (seeded) from the input and written to a second corpus; they are drawn
+first (one more pass, counting the documents) so that the vocabulary is built from the training
+documents only: held-out documents are encoded with it like new text, unknown words dropped and
+counted. Both corpora appear atomically, or not at all.
 """
 import array
 import collections
@@ -35,28 +35,15 @@ from .tokenize import DEFAULT_TOKEN_PATTERN, described, from_description
 PREPARE_VERSION = 2
 
 
-def tokenizer_for(vocab_spec, stopwords, token_pattern):
+def tokenizer_for(recorded, stopwords, token_pattern):
     """The tokenizer (tokenize.described) of a prepare: the options given; those not given are
-    the defaults, or when the vocabulary comes from a corpus or a model, that corpus's (recorded by
-    its prepare in the manifest's sources; a model's is its training corpus's, copied by fit)."""
-    recorded = recorded_tokenizer(vocab_spec) if vocab_spec else None
+    the defaults, or `recorded`, how the corpus the vocabulary comes from was tokenised
+    (load_vocabulary)."""
     mine = described(stopwords, token_pattern or DEFAULT_TOKEN_PATTERN)
     if recorded is None:
         return mine
     return {"token_pattern": token_pattern or recorded["token_pattern"],
             "stopwords": mine["stopwords"] if stopwords is not None else recorded["stopwords"]}
-
-
-def recorded_tokenizer(spec):
-    """How the corpus at `spec` (a corpus folder, or a model folder's training corpus) was
-    tokenised, or None (a word list, a bag of words, or a corpus prepared before this was kept)."""
-    path = Path(spec)
-    if (path / "model.npz").is_file():
-        from ..models import store
-        return store.load(path)[0].get("settings", {}).get("tokenizer")
-    if (path / "manifest.json").is_file():
-        return corpus_tokenizer(Corpus(path).manifest)
-    return None
 
 
 def corpus_tokenizer(manifest):
@@ -66,16 +53,20 @@ def corpus_tokenizer(manifest):
 
 
 def load_vocabulary(spec):
-    """A vocabulary from a word-per-line file, a corpus folder or a model folder."""
+    """(a vocabulary from a word-per-line file, a corpus folder or a model folder; how that corpus
+    was tokenised, or None: a word list, or a corpus prepared before it was recorded). A model's is
+    its training corpus's, which fit copies into its settings; the model file is read once."""
     path = Path(spec)
     if (path / "manifest.json").is_file():
-        return Corpus(path).vocab
+        corpus = Corpus(path)
+        return corpus.vocab, corpus_tokenizer(corpus.manifest)
     if (path / "model.npz").is_file():
         from ..models import store
-        return store.load(path)[2]
+        meta, _, vocab = store.load(path)
+        return vocab, meta.get("settings", {}).get("tokenizer")
     if path.is_dir():
         raise InputError(path, None, "neither a corpus nor a model folder")
-    return readers.read_vocab(str(path))
+    return readers.read_vocab(str(path)), None
 
 
 def prune_vocabulary(doc_freq, n_docs, min_df, max_df, max_vocab):
@@ -224,15 +215,16 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
             result = _prepare_bow(inputs[0], fmt, vocab, output, heldout_output, heldout, seed, source, bar,
                                   keep_empty)
         else:
-            tokenizing = tokenizer_for(vocab, stopwords, token_pattern)
+            words, recorded = load_vocabulary(vocab) if vocab else (None, None)
+            tokenizing = tokenizer_for(recorded, stopwords, token_pattern)
             tokenizer = from_description(tokenizing)
             source = [dict(entry, tokenizer=tokenizing) for entry in source]
             with spooled_stdin(inputs) as (files, stdin_copy):
                 if stdin_copy and guessed and fmt == "text":
                     refuse_json_as_text(stdin_copy, text_field)
-                result = _prepare_text(files, stdin_copy, fmt, vocab, output, heldout_output, heldout, seed,
-                                       source, tokenizer, min_df, max_df, max_vocab, text_field, id_field,
-                                       bar, keep_order, keep_empty)
+                result = _prepare_text(files, stdin_copy, fmt, vocab, words, output, heldout_output, heldout,
+                                       seed, source, tokenizer, min_df, max_df, max_vocab, text_field,
+                                       id_field, bar, keep_order, keep_empty)
     finally:
         bar.close()
     return result
@@ -277,13 +269,15 @@ def _prepare_bow(path, fmt, vocab_spec, output, heldout_output, heldout, seed, s
     return _summary(split, output, heldout_output, len(vocab), dropped=0)
 
 
-def _prepare_text(files, stdin_copy, fmt, vocab_spec, output, heldout_output, heldout, seed, source, tokenizer,
-                  min_df, max_df, max_vocab, text_field, id_field, bar, keep_order, keep_empty):
+def _prepare_text(files, stdin_copy, fmt, vocab_spec, vocab_words, output, heldout_output, heldout, seed,
+                  source, tokenizer, min_df, max_df, max_vocab, text_field, id_field, bar, keep_order,
+                  keep_empty):
+    """vocab_words: the vocabulary read from vocab_spec (load_vocabulary), or None to build one."""
     docs = lambda: readers.iter_text_documents(files, fmt, text_field, id_field, stdin_copy)
     # the held-out draw comes first: the vocabulary is built from the training documents only
     held = heldout_rows(sum(1 for _ in docs()) if heldout else 0, heldout, seed)
-    if vocab_spec:
-        vocab = load_vocabulary(vocab_spec)
+    if vocab_words is not None:
+        vocab = vocab_words
     else:
         held_positions = set(held.tolist())
         doc_freq = collections.Counter()
