@@ -13,6 +13,7 @@ import click
 
 from . import __version__, registry
 from .errors import TopicscaleError
+from .options import SEED
 
 
 def _show_progress(quiet):
@@ -159,7 +160,7 @@ def cli():
 @click.option("--heldout", help="Hold out N documents, or a FRACTION of them, into OUTPUT-heldout.")
 @click.option("--heldout-output", type=click.Path(file_okay=False),
               help="Where to write the held-out corpus [default: OUTPUT-heldout].")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the held-out draw.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the held-out draw.")
 @click.option("--min-df", type=click.IntRange(1), default=2, show_default=True,
               help="Text: keep words in at least this many documents.")
 @click.option("--max-df", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
@@ -236,7 +237,7 @@ def _refuse_unused_prepare_options(fmt, vocab):
 @click.option("--alpha", type=click.FloatRange(0, min_open=True), default=0.1, show_default=True,
               help="Dirichlet prior of the documents' topic proportions.")
 @click.option("--heldout", type=click.IntRange(0), default=0, help="Also draw this many documents into OUTPUT-heldout.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def synth(model, output, documents, doc_length, alpha, heldout, seed, as_json, quiet):
@@ -555,7 +556,7 @@ fit.help = _fit_help()
                    "this many tokens (CORPUS prepared with --keep-order), or 0: in whole documents "
                    "[default: gensim's 10 (c_v: 110) when CORPUS keeps order, else 0]. u_mass "
                    "always counts documents.")
-@click.option("--seed", type=int, help="Seed of the observed / held-out word split (and of the sampler of --fold-in gibbs) [default: 0].")
+@click.option("--seed", type=SEED, help="Seed of the observed / held-out word split (and of the sampler of --fold-in gibbs) [default: 0].")
 @click.option("--fold-in", "fold_in", type=click.Choice(["common", "gibbs", "own"]),
               help="LDA models: common = mean-field fold-in on E[beta] with alpha = 1/K, the same for "
                    "every LDA model however it was trained (and evaluate_topics, the benchmarks' "

@@ -57,6 +57,7 @@ class OrAuto(click.ParamType):
 
 
 POSITIVE_OR_AUTO = OrAuto("float|auto", float, lambda x: 0 < x < float("inf"), "a finite number above 0")
+SEED = click.IntRange(0, 2**63 - 1)   # numpy generators take any whole number from 0; kernels an int64
 COUNT_OR_AUTO = OrAuto("integer|auto", int, lambda n: n >= 0, "a whole number from 0")
 
 
@@ -146,7 +147,7 @@ RUN_OPTIONS = (
            "Stop after the minibatch that reaches this many documents."),
     Option("time_limit", ("--time-limit",), click.FloatRange(0, min_open=True),
            "Stop after this many seconds of training."),
-    Option("seed", ("--seed",), int, "Seed: same seed, same model, bit for bit.", 0),
+    Option("seed", ("--seed",), SEED, "Seed: same seed, same model, bit for bit.", 0),
     Option("threads", ("--threads",), int, "Threads for the E-step, 1 to the cores (the model does not depend on it); "
            "with --scheduler or --workers, the numba threads of each dask worker too.",
            default_text="all cores; a dask worker 1"),

@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from ..errors import InputError, TopicscaleError
-from ..options import given_flags
+from ..options import SEED, given_flags
 
 
 def _emit(as_json, payload, lines):
@@ -69,7 +69,7 @@ def _refuse_unused_options(hierarchical, bbvi):
 @click.option("--iterations", type=click.IntRange(1), help="BBVI: gradient steps [default: 3000].")
 @click.option("--step-size", type=click.FloatRange(0, min_open=True), help="BBVI: AdaGrad eta [default: 0.2].")
 @click.option("--batch-size", type=click.IntRange(0), help="BBVI: data points per minibatch, 0 for all [default: 256].")
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="BBVI: seed (same seed, same classifier).")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="BBVI: seed (same seed, same classifier).")
 @click.option("--force", is_flag=True, help="Replace an existing classifier in OUTPUT.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def fit_cmd(features, labels, output, groups, method, prior_variance, intercept, standardize, phi0, phi1,
