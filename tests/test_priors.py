@@ -130,6 +130,17 @@ def test_every_lda_global_step_learns_both_priors(planted, tmp_path, algorithm, 
     assert np.array_equal(again.lam, auto.lam)
 
 
+def test_a_run_shorter_than_the_eta_interval_learns_eta(planted, tmp_path):
+    """eta moves from the first minibatch on, so a run of fewer than ETA_EVERY minibatches
+    learns it (it stayed at its start, silently)."""
+    _, corpus, _ = planted
+    steps = priors.ETA_EVERY - 1
+    run("fit", corpus.path, "-k", 10, "--eta", "auto", "--passes", steps * 100 / corpus.n_docs,
+        "--batch-size", 100, "--polish", "0", "-q", "-o", tmp_path / "m")
+    m = load_model(tmp_path / "m")
+    assert m.step == steps and m.eta != 0.01
+
+
 def test_learned_alpha_is_the_prior_of_infer_and_of_the_own_fold_in(planted, tmp_path):
     """The own fold-in of a model trained with mean-field on E[beta] is the common one but for
     alpha: equal with a fixed alpha = 1/K, different with a learned one."""

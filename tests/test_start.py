@@ -245,3 +245,14 @@ def test_auto_starts_a_small_corpus_of_long_documents_from_the_assignment(tmp_pa
     assert "random assignment" not in output and many["start"] == "near-uniform"
     short, output = fit(short_docs, "short")
     assert "random assignment" not in output and short["start"] == "near-uniform"
+    # learned priors: the sweeps from the assignment start would keep them fixed
+    learned, output = fit(long_docs, "learned", "--eta", "auto", "--alpha", "auto")
+    assert "random assignment" not in output and learned["start"] == "near-uniform"
+    assert learned["learned_priors"] == ["alpha", "eta"]
+    assert load_model(tmp_path / "learned").eta != load_model(tmp_path / "auto").eta
+    refused = run("fit", long_docs.path, "-k", 5, "--eta", "auto", "--start", "assignment", "-o", tmp_path / "r",
+                  ok=False)
+    assert refused.exit_code == 2 and "--eta auto learn the priors in the streamed passes" in refused.output
+    assert not (tmp_path / "r").exists()
+    run("fit", long_docs.path, "-k", 5, "--eta", "auto", "--start", "assignment", "--polish", "0", "-q",
+        "-o", tmp_path / "r")

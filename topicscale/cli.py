@@ -496,7 +496,8 @@ def _repeats_line(summary):
     """How many topics repeat another, and when they are many (a tenth of the listed topics or
     more) what to try: fewer topics (not the HDP's truncation), sweeps that pull them apart when
     none were kept (LDA, HDP), an LDA's assignment start (where the passes from the near-uniform
-    one leave topics that sweeps do not part; not after --init, which refuses it), the HDP's
+    one leave topics that sweeps do not part; not after --init or with learned priors, which
+    refuse it), the HDP's
     merge when none ran."""
     from .coherence import REPEAT_WORDS, many_repeat
     repeated, kind = summary["repeated_topics"], summary.get("model")
@@ -508,7 +509,7 @@ def _repeats_line(summary):
     if kind in ("lda", "hdp") and (not polish or (polish.get("kept") == 0 and not polish.get("skipped"))):
         tries.append("--polish 20 pulls them apart (sharper topics, often a lower held-out score)")
     if (kind == "lda" and summary.get("start") != "assignment" and summary.get("sweeps_bytes")
-            and "init" not in summary):                         # --start does not go with --init
+            and "init" not in summary and "learned_priors" not in summary):  # see _auto_may_take_assignment
         tries.append(f"--start assignment keeps them apart (one pass from a random assignment, then the "
                      f"polish's sweeps, whose numbers take {_size(summary['sweeps_bytes'])}, in "
                      "memory or in a file in the output folder; see --polish)")

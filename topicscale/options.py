@@ -108,8 +108,8 @@ PART_OPTIONS = (
            "from assignment the sweeps open with 20 at 20 x alpha. "
            "auto: near-uniform, but when fit trains until the model stops improving and polishes: "
            "assignment for 200 topics or more, and for long documents (mean-field's) read in 8 "
-           "minibatches a pass or fewer (when the sweeps' numbers fit in memory, and not on a "
-           "cluster), and a run from near-uniform that ends with a tenth of the topics or more repeating "
+           "minibatches a pass or fewer (when the sweeps' numbers fit in memory, not on a "
+           "cluster, and not with --alpha or --eta auto, which the sweeps do not learn), and a run from near-uniform that ends with a tenth of the topics or more repeating "
            "another starts over from assignment with the same settings (if those sweeps' numbers fit in "
            "memory).",
            "auto"),

@@ -165,6 +165,11 @@ def with_defaults(config):
                                   "(no --passes, --max-docs or --time-limit)")
         if config["merge"] is None:
             config["merge"] = until_converged and not config["init_model"]
+    if config.get("start") == "assignment" and learned_priors(config) and run_limits(config).passes == 1 \
+            and config.get("passes") is None:
+        raise TopicscaleError(f"{' and '.join(learned_priors(config))} learn the priors in the streamed passes, "
+                              "and --start assignment trains one pass, then the polish's sweeps, which keep "
+                              "them fixed: leave --start at auto (or near-uniform), or give --polish 0 or --passes")
     return config
 
 
@@ -363,6 +368,9 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary["start"] = model.settings["start"]
         if config["init_model"]:
             summary["init"] = str(config["init_model"])
+        learned = [name.split("_")[0] for name in LEARNED if model.settings.get(name)]
+        if learned:
+            summary["learned_priors"] = learned
         if config.get("started_over"):
             _count_both_runs(summary, config["started_over"])
         if aside is not None:
@@ -474,9 +482,15 @@ def _count_both_runs(summary, first):
 def _auto_may_take_assignment(config, min_gain):
     """What both of --start auto's ways to the assignment start (_chosen_start, _starts_over)
     need besides the sweeps' memory: auto given, no --init (the topics are the given model's),
-    and a run trained until the model stops improving, then polished."""
-    return (config.get("start") == "auto" and not config.get("init_model") and bool(min_gain)
-            and bool(config.get("polish")))
+    no learned prior (the sweeps, which train from that start, keep the priors fixed), and a run
+    trained until the model stops improving, then polished."""
+    return (config.get("start") == "auto" and not config.get("init_model") and not learned_priors(config)
+            and bool(min_gain) and bool(config.get("polish")))
+
+
+def learned_priors(config):
+    """The flags of the priors a run learns (--alpha auto, --eta auto)."""
+    return [f"--{name} auto" for name in ("alpha", "eta") if config.get(name) == "auto"]
 
 
 def _chosen_start(config, corpus, say):

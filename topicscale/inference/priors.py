@@ -17,7 +17,8 @@ noisy estimate of the expectations:
 
 A step that would make a prior non-positive is halved until it does not. E[log beta] needs a
 pass over all V x K entries, so eta moves every ETA_EVERY minibatches (tomotopy's default
-optim_interval); alpha, which needs only the minibatch's gamma, every minibatch.
+optim_interval), from the first on (a run of fewer minibatches learns it too); alpha, which needs
+only the minibatch's gamma, every minibatch.
 """
 import numpy as np
 from scipy.special import polygamma, psi
@@ -94,9 +95,9 @@ def update_eta(model, rho):
 def update_priors(model, result, rho):
     """After a global step with step size rho on a minibatch whose local step gave `result` (its
     documents' variational Dirichlets result.gamma, D x K): move the priors the model learns
-    (eta every ETA_EVERY steps)."""
+    (eta at steps 1, 1 + ETA_EVERY, ...)."""
     learn_alpha, learn_eta = learns(model)
     if learn_alpha and result.gamma.shape[0]:
         update_alpha(model, mean_log_theta(result.gamma), rho)
-    if learn_eta and model.step % ETA_EVERY == 0:
+    if learn_eta and model.step % ETA_EVERY == 1 % ETA_EVERY:
         update_eta(model, rho)
