@@ -737,6 +737,25 @@ def test_new_text_is_tokenised_as_the_training_corpus_was(tmp_path):
     s = json.loads(run("prepare", tmp_path / "new.txt", "--vocab", tmp_path / "m", "--stopwords", "english",
                        "--json", "-q", "-o", tmp_path / "n-given").stdout)
     assert s["tokens"] == 2                         # the options given win
+    assert "records no tokenizer" not in r.stderr
+
+
+def test_text_for_a_model_that_records_no_tokenizer_is_warned_of(tmp_path):
+    """A model fitted from a matrix (the Python API) records no tokenizer: infer and prepare --vocab
+    tokenise text by the defaults, and say so (the words dropped differed silently); not when the
+    tokenizer is given."""
+    from scipy.sparse import csr_matrix
+    from topicscale import LDA
+    X = csr_matrix(np.array([[2, 1, 0, 1], [0, 1, 3, 1], [1, 0, 1, 2]]))
+    LDA(n_components=2, passes=2, threads=1).fit(X, vocabulary=["b52", "jet", "tank", "the"]).save(tmp_path / "m")
+    (tmp_path / "new.txt").write_text("b52 jet the\n")
+    r = run("infer", tmp_path / "m", tmp_path / "new.txt")
+    assert "m records no tokenizer" in r.stderr and "topicscale prepare --vocab MODEL" in r.stderr
+    r = run("prepare", tmp_path / "new.txt", "--vocab", tmp_path / "m", "-q", "-o", tmp_path / "c")
+    assert "records no tokenizer" in r.stderr and "give --token-pattern and --stopwords" in r.stderr
+    r = run("prepare", tmp_path / "new.txt", "--vocab", tmp_path / "m", "--token-pattern", "[a-z0-9]+",
+            "--stopwords", "none", "--json", "-q", "-o", tmp_path / "given")
+    assert "records no tokenizer" not in r.stderr and json.loads(r.stdout)["tokens"] == 3
 
 
 def test_fit_says_why_it_stopped_and_report_and_init_say_what_to_give(model, tmp_path):

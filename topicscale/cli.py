@@ -202,11 +202,21 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
                  f"dropped {summary['dropped_tokens']} out-of-vocabulary tokens"
                  + (f" ({summary['heldout_dropped_tokens']} of them held out)"
                     if summary.get("heldout_dropped_tokens") else ""))
+    _warn_unrecorded_tokenizer(summary, "give --token-pattern and --stopwords to match")
     if summary.get("repeated_ids"):
         click.echo(f"topicscale: warning: {summary['repeated_ids']} document(s) repeat an earlier one's id "
                    f"(first {summary['first_repeated_id']}); `infer` writes their rows under the same id, "
                    "and `classify` refuses to match labels to them by id", err=True)
     _emit(as_json, summary, lines)
+
+
+def _warn_unrecorded_tokenizer(summary, remedy):
+    """A warning when text was tokenised by the defaults for a --vocab (or infer's model) that
+    records no tokenizer: its words may have been made another way."""
+    if summary.get("tokenizer_unrecorded"):
+        click.echo(f"topicscale: warning: {summary['tokenizer_unrecorded']} records no tokenizer (fitted from a "
+                   "matrix, or prepared by an older topicscale), so the text was tokenised with the defaults; "
+                   f"if its words were made another way, {remedy}", err=True)
 
 
 def _refuse_unused_prepare_options(fmt, vocab):
@@ -761,6 +771,8 @@ def infer(model, inputs, output, fmt, text_field, id_field, threads, scheduler, 
         summary = infer_proportions(model, inputs, output, fmt=fmt, progress=_show_progress(quiet),
                                     executor=executor, shared_files=scheduler is None, as_json=as_json,
                                     fields={"text_field": text_field, "id_field": id_field})
+    _warn_unrecorded_tokenizer(summary, "prepare the text with `topicscale prepare --vocab MODEL` and "
+                                        "--token-pattern and --stopwords to match, then infer that corpus")
     if output != STDOUT:
         click.echo(f"wrote {output}: {summary['documents']} documents x {summary['topics']} topics", err=True)
     if summary.get("without_model_words") and not quiet:

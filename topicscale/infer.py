@@ -47,7 +47,8 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False, exec
         prepared = prepare(inputs, Path(tmp) / "corpus", fmt=fmt, vocab=model_path, keep_empty=True,
                            progress=progress, **fields)
         summary = _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output, executor, as_json)
-        return dict(summary, without_model_words=prepared["empty_kept"])
+        return dict(summary, without_model_words=prepared["empty_kept"],
+                    **{k: v for k, v in prepared.items() if k == "tokenizer_unrecorded"})
 
 
 def theta_block(block, local, rows, prior):

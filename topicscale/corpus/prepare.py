@@ -187,7 +187,8 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
     with a vocabulary from a corpus or model, how that corpus was tokenised. keep_order: also keep
     each text document's tokens in reading order (shards.py); keep_empty: also write the documents
     left with no word of the vocabulary (infer's rows), counted as "empty_kept" in place of
-    "skipped_empty"."""
+    "skipped_empty". "tokenizer_unrecorded": the --vocab corpus or model that records no tokenizer
+    (a model fitted from a matrix, a corpus prepared before it was recorded) when none was given."""
     inputs = [os.fspath(p) for p in inputs]
     seen = set()
     for name in inputs:
@@ -225,6 +226,8 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
                 result = _prepare_text(files, stdin_copy, fmt, vocab, words, output, heldout_output, heldout,
                                        seed, source, tokenizer, min_df, max_df, max_vocab, text_field,
                                        id_field, bar, keep_order, keep_empty)
+            if vocab and recorded is None and Path(vocab).is_dir() and stopwords is None and token_pattern is None:
+                result["tokenizer_unrecorded"] = str(vocab)
     finally:
         bar.close()
     return result
