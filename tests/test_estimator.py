@@ -143,6 +143,8 @@ def test_parameters_are_checked_as_the_command_line_checks_its_options(tmp_path)
         (CTM(local="cvb0"), "local=cvb0 does not go with algorithm=svi"),
         (LDA(algorithm="nope"), "algorithm='nope'"),
         (LDA(threads=0), "threads=0"),
+        (LDA(seed=-1), "seed=-1: must be 0 or more"),
+        (CTM(seed=-5), "seed=-5: must be 0 or more"),
         (LDA(init_model=tmp_path / "missing"), "init_model="),
     ]
     for estimator, message in refused:
