@@ -302,6 +302,21 @@ def test_bad_input_raises_scikit_learns_errors():
         LDA().fit(X, vocabulary=["a"] * 20)
 
 
+@needs_sklearn
+def test_a_vocabulary_mapping_words_to_columns_labels_each_column_with_its_word():
+    """CountVectorizer.vocabulary_ ({word: column}, not in column order) as a list of its words."""
+    X = counts(40, 20, 8)
+    words = [f"word{i}" for i in range(20)]
+    by_column = {w: i for i, w in sorted(enumerate(words), key=lambda iw: iw[1][::-1])}
+    assert list(by_column) != words
+    est = LDA(n_components=2, passes=1).fit(X, vocabulary=by_column)
+    assert est.model_.vocab == words
+    est.partial_fit(X, vocabulary={w: np.int64(i) for w, i in by_column.items()})
+    for bad in ({"a": 0, "b": 2}, {"a": 0, "b": 0}, {"a": 0, "b": 1.0}):
+        with pytest.raises(ValueError, match="its values must be the columns 0 to 1, each once"):
+            LDA().fit(X[:, :2], vocabulary=bad)
+
+
 def test_fractional_counts_are_rounded_to_whole_counts():
     rows = matrix.as_rows(np.array([[0.5, 1.5, 2.5, 0.49, 3.0], [0.2, 0.0, 0.0, 0.0, 0.0]]))
     assert rows.indptr.tolist() == [0, 3, 3]

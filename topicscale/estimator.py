@@ -8,8 +8,10 @@ and `save` / `load` write and read the command line's model folder. Parameters a
 from fit's declarations (estimator_params.py). Loaded through topicscale.__getattr__, so that
 `import topicscale` imports neither scikit-learn nor numba.
 """
+import numbers
 import sys
 import tempfile
+from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -105,7 +107,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             vocabulary = self.feature_names_in_
         if vocabulary is None:
             return [f"w{i}" for i in range(n_words)]
-        words = [str(w) for w in vocabulary]
+        words = _words(vocabulary)
         if len(words) != n_words:
             raise ValueError(f"vocabulary has {len(words)} words, but X has {n_words} columns")
         check_words(words)
@@ -141,7 +143,8 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     def fit(self, X, y=None, vocabulary=None):
         """Fit the model to X (documents x words, counts; rounded to whole counts) as `topicscale
         fit` fits a corpus prepared from X's non-empty rows. `vocabulary`: the words of X's
-        columns (kept in the model: `topics`, `save`). y is ignored."""
+        columns (kept in the model: `topics`, `save`), in order, or a mapping of each word to its
+        column (CountVectorizer.vocabulary_). y is ignored."""
         params.fit_config(self.kind, self.get_params(deep=False))       # refuse bad values first
         rows = self._rows(X, reset=True)
         words = self._vocabulary(vocabulary, self.n_features_in_)
@@ -184,7 +187,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         rows = self._rows(X, reset=first)
         words = (self._vocabulary(vocabulary, self.n_features_in_) if first
                  else self.model_.vocab)
-        if not first and vocabulary is not None and list(map(str, vocabulary)) != list(words):
+        if not first and vocabulary is not None and _words(vocabulary) != list(words):
             raise ValueError("vocabulary differs from the fitted model's")
         one_pass = {"passes": 1.0, "max_docs": None, "time_limit": None}
         with tempfile.TemporaryDirectory(prefix="topicscale-corpus-") as tmp:
@@ -299,6 +302,19 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         if state.get("model_") is not None:
             state = dict(state, model_=_writable(state["model_"]))
         super().__setstate__(state)
+
+
+def _words(vocabulary):
+    """The words of a vocabulary: a sequence of words, or a mapping of each word to its column
+    (scikit-learn's CountVectorizer.vocabulary_) taken in column order."""
+    if not isinstance(vocabulary, Mapping):
+        return [str(w) for w in vocabulary]
+    columns = list(vocabulary.values())
+    if (not all(isinstance(c, numbers.Integral) and not isinstance(c, bool) for c in columns)
+            or sorted(columns) != list(range(len(columns)))):
+        raise ValueError("vocabulary as a mapping takes each word to its column of X: its values must be "
+                         f"the columns 0 to {len(columns) - 1}, each once")
+    return [str(w) for w in sorted(vocabulary, key=vocabulary.__getitem__)]
 
 
 def _kept(model):
