@@ -275,6 +275,34 @@ def test_partial_fit_continues_the_model_as_fit_init_does(tmp_path):
     assert est.components_.shape == before.shape
 
 
+@needs_sklearn
+def test_a_loaded_model_continues_with_partial_fit_as_the_fitted_estimator_does(tmp_path):
+    """What a fit given none chooses (polish auto, the HDP's merges) loads as None, as the fitted
+    estimator's parameters have it, so partial_fit continues a loaded model as it does the fitted
+    one; a polish given loads as given and is refused by both. Later calls take the model's own
+    start (as `fit --init` does), so a model continued from the assignment start goes on."""
+    X1, X2 = counts(200, 60, 11), counts(60, 60, 12)
+    for cls in (LDA, HDP):
+        est = cls(n_components=4, batch_size=50, seed=1).fit(X1, vocabulary=VOCAB)
+        assert est.model_.settings["polish"] == "auto" and est.model_.settings.get("merge", True)
+        est.save(tmp_path / cls.__name__)
+        loaded = cls.load(tmp_path / cls.__name__)
+        assert loaded.polish is None and getattr(loaded, "merge", None) is None
+        assert getattr(loaded, "start", None) is None and loaded.local == est.model_.settings["local"]
+        assert np.array_equal(loaded.partial_fit(X2).components_, est.partial_fit(X2).components_)
+    corpus = prepare(tmp_path / "c", X1)
+    run("fit", corpus, "-k", "3", "--start", "assignment", "--polish", "2", "--passes", "1", "-o", tmp_path / "a")
+    given = LDA.load(tmp_path / "a")
+    assert (given.start, given.polish) == ("assignment", 2)
+    for est in (given, LDA(n_components=3, start="assignment", polish=2, passes=1).fit(X1)):
+        with pytest.raises(ValueError, match="polish sweeps a whole corpus"):
+            est.partial_fit(X2)
+    run("fit", corpus, "--init", tmp_path / "a", "--passes", "1", "-o", tmp_path / "b")
+    continued = LDA.load(tmp_path / "b")
+    assert (continued.start, continued.polish) == ("assignment", 0)
+    assert continued.n_batch_iter_ == 2 and continued.partial_fit(X2).n_batch_iter_ == 3
+
+
 # ------------------------------------------------------------------ input
 @needs_sklearn
 def test_bad_input_raises_scikit_learns_errors():

@@ -178,10 +178,10 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         if getattr(self, "merge", None):
             raise ValueError("merge scores the merged topics on documents held aside from a whole corpus, so "
                              "it goes with fit and fit_corpus, not with partial_fit")
-        if getattr(self, "start", None) == "assignment":
+        first = not hasattr(self, "model_")
+        if first and getattr(self, "start", None) == "assignment":      # later, the model keeps its own
             raise ValueError("start='assignment' pays with the polish, which partial_fit refuses: use "
                              "fit or fit_corpus")
-        first = not hasattr(self, "model_")
         if not first:
             self._warn_kept_parameters()
         rows = self._rows(X, reset=first)
@@ -278,8 +278,9 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     @classmethod
     def load(cls, path):
         """The estimator of the model folder `path` (written by `topicscale fit` or `save`):
-        fitted, its parameters those the model was trained with. n_iter_ is None (the passes
-        of the run that wrote it are not recorded)."""
+        fitted, its parameters those the model was trained with, but None for what a fit given
+        none chooses (polish auto, the start beside it, the HDP's merges), as in memory.
+        n_iter_ is None (the passes of the run that wrote it are not recorded)."""
         try:
             model = load_model(path)
         except TopicscaleError as exc:
@@ -292,6 +293,11 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         given.update(_kept(model))
         if given.get("alpha") == _default_alpha(model):     # a clone with another K or step takes its own
             given["alpha"] = None
+        if given.get("polish") == "auto":     # chosen by a fit without them, as the start beside it
+            given["polish"] = None
+            given.pop("start", None)
+        if given.get("merge") is True:
+            given["merge"] = None
         estimator = cls(**given)
         estimator.n_features_in_ = model.n_words
         metrics = Path(path) / store.METRICS_FILE
