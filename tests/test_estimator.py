@@ -245,6 +245,31 @@ def test_fit_corpus_load_and_save_share_model_folders_with_the_command_line(tmp_
 
 
 @needs_sklearn
+def test_a_loaded_model_checks_a_dataframes_columns_against_its_words(tmp_path):
+    """A model's words (but w0, w1, ...: columns without names) load as its feature_names_in_, as
+    a DataFrame's columns are in memory; X without names is taken as the words in that order."""
+    pd = pytest.importorskip("pandas")
+    X = counts(60, 60, 13)
+    df = pd.DataFrame(X, columns=VOCAB)
+    est = LDA(n_components=3, passes=1).fit(df).save(tmp_path / "df")
+    loaded = LDA.load(tmp_path / "df")
+    assert list(loaded.feature_names_in_) == VOCAB and loaded.n_features_in_ == 60
+    for fitted in (est, loaded):
+        with pytest.raises(ValueError, match="feature names should match"):
+            fitted.transform(df[df.columns[::-1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.array_equal(loaded.transform(df), est.transform(df))
+        assert np.array_equal(loaded.transform(sp.csr_matrix(X)), est.transform(df))
+    LDA(n_components=3, passes=1).fit(X).save(tmp_path / "plain")
+    for fitted in (LDA(n_components=3, passes=1).fit(X), LDA.load(tmp_path / "plain")):
+        assert not hasattr(fitted, "feature_names_in_")
+        with pytest.warns(UserWarning, match="fitted without feature names"):
+            fitted.transform(df)
+    assert not hasattr(loaded.fit(X), "feature_names_in_")
+
+
+@needs_sklearn
 def test_partial_fit_continues_the_model_as_fit_init_does(tmp_path):
     X1, X2 = counts(70, 60, 6), counts(50, 60, 7, empty=(2,))
     est = LDA(n_components=3, batch_size=25, seed=2)

@@ -11,6 +11,7 @@ from fit's declarations (estimator_params.py). Loaded through topicscale.__getat
 import numbers
 import sys
 import tempfile
+import warnings
 from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -95,8 +96,14 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
 
     def _rows(self, X, reset):
         """X checked as scikit-learn checks it (2-D, numeric, finite, not empty, the fitted
-        width; then non-negative), as Rows of the shards' dtypes (counts rounded)."""
-        X = _validate_data(self, X, reset=reset, accept_sparse="csr")
+        width and column names; then non-negative), as Rows of the shards' dtypes (counts
+        rounded). A loaded model's words are its column names, but X need not have any."""
+        with warnings.catch_warnings():
+            if not reset and getattr(self, "_named_by_model", False):   # X's columns are its words
+                warnings.filterwarnings("ignore", "X does not have valid feature names")
+            X = _validate_data(self, X, reset=reset, accept_sparse="csr")
+        if reset:
+            self.__dict__.pop("_named_by_model", None)
         check_non_negative(X, f"{type(self).__name__}")
         return matrix.as_rows(X)
 
@@ -106,7 +113,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         if vocabulary is None and hasattr(self, "feature_names_in_"):
             vocabulary = self.feature_names_in_
         if vocabulary is None:
-            return [f"w{i}" for i in range(n_words)]
+            return _unnamed(n_words)
         words = _words(vocabulary)
         if len(words) != n_words:
             raise ValueError(f"vocabulary has {len(words)} words, but X has {n_words} columns")
@@ -208,7 +215,6 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     def _warn_kept_parameters(self):
         """A warning for each parameter set (set_params) to other than what the fitted model keeps:
         partial_fit continues that model, as `fit --init` does, whatever they say."""
-        import warnings
         for name, own in _kept(self.model_).items():
             value = getattr(self, name, None)
             if value is not None and value != own:
@@ -279,7 +285,8 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     def load(cls, path):
         """The estimator of the model folder `path` (written by `topicscale fit` or `save`):
         fitted, its parameters those the model was trained with, but None for what a fit given
-        none chooses (polish auto, the start beside it, the HDP's merges), as in memory.
+        none chooses (polish auto, the start beside it, the HDP's merges), as in memory. Its
+        words, unless w0, w1, ..., are its feature_names_in_: a DataFrame's columns must match.
         n_iter_ is None (the passes of the run that wrote it are not recorded)."""
         try:
             model = load_model(path)
@@ -300,6 +307,9 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             given["merge"] = None
         estimator = cls(**given)
         estimator.n_features_in_ = model.n_words
+        if model.vocab != _unnamed(model.n_words):
+            estimator.feature_names_in_ = np.asarray(model.vocab, dtype=object)
+            estimator._named_by_model = True
         metrics = Path(path) / store.METRICS_FILE
         text = metrics.read_text(encoding="utf-8") if metrics.is_file() else ""
         return estimator._fitted(model, None, text)
@@ -308,6 +318,11 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         if state.get("model_") is not None:
             state = dict(state, model_=_writable(state["model_"]))
         super().__setstate__(state)
+
+
+def _unnamed(n_words):
+    """The words of columns without names: w0, w1, ... (as `topicscale prepare` names them)."""
+    return [f"w{i}" for i in range(n_words)]
 
 
 def _words(vocabulary):
