@@ -157,6 +157,32 @@ def test_parameters_are_checked_as_the_command_line_checks_its_options(tmp_path)
         LDA(3)
 
 
+@needs_sklearn
+def test_errors_and_notes_of_a_fit_name_its_parameters_and_x(tmp_path, capsys):
+    """Not the command line's flags and commands, nor the temporary corpus X is written to."""
+    X = counts(60, 60, 14)
+    LDA(n_components=3, passes=1).fit(X, vocabulary=VOCAB).save(tmp_path / "lda")
+    HDP(n_components=5, passes=1).fit(X).save(tmp_path / "hdp")
+    words = r"X's columns must be the model's words, in its order: pass them as vocabulary="
+    refused = [
+        (LDA(init_model=tmp_path / "lda", passes=1), {}, words),
+        (LDA(init_model=tmp_path / "lda", passes=1), {"vocabulary": VOCAB[::-1]}, words),
+        (LDA(init_model=tmp_path / "hdp"), {}, r"holds a hdp model: continue it with topicscale.HDP\(init_model="),
+        (LDA(passes=0.0001), {}, "passes=0.0001 trains on no document of X;"),
+    ]
+    for est, given, message in refused:
+        for method in (est.fit, est.partial_fit)[:1 if "passes=" in message else 2]:
+            with pytest.raises(ValueError, match=message) as caught:
+                method(X, **given)
+            assert "topicscale-" not in str(caught.value) and "--" not in str(caught.value)
+    assert LDA(init_model=tmp_path / "lda", passes=1).fit(X, vocabulary=VOCAB).n_batch_iter_ == 2
+    capsys.readouterr()
+    long_documents = np.random.default_rng(0).poisson(1.0, size=(100, 200))
+    LDA(n_components=3).fit(long_documents)                 # --start auto takes the assignment start
+    noted = capsys.readouterr().err
+    assert "(start=auto; start=near-uniform streams passes instead)" in noted and "--" not in noted
+
+
 # ------------------------------------------------------------------ the command line's results
 CASES = {
     "lda": ({"n_components": 4}, ["-k", "4"]),

@@ -57,7 +57,10 @@ def _numba_threads(threads):
 
 
 def _say(message):
-    print(message, file=sys.stderr)
+    """A run's note on stderr, in the parameters' terms; not its hint to resume the run (its
+    temporary folder is gone)."""
+    if "--resume" not in message:
+        print(params.in_python_terms(message), file=sys.stderr)
 
 
 def _writable(model):
@@ -121,9 +124,10 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         return words
 
     # ------------------------------------------------------------------ training
-    def _train(self, corpus, **overrides):
+    def _train(self, corpus, of_x=False, **overrides):
         """`topicscale fit CORPUS` with this estimator's parameters (and `overrides` of the
-        run's settings) into a temporary model folder: (model, summary, metrics lines)."""
+        run's settings) into a temporary model folder: (model, summary, metrics lines). of_x:
+        the corpus is X's, which errors name X."""
         config = params.fit_config(self.kind, self.get_params(deep=False))
         config.update(overrides)
         with tempfile.TemporaryDirectory(prefix="topicscale-fit-") as tmp, \
@@ -135,7 +139,8 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             try:
                 summary, signum = run_fit(config, say=_say)
             except TopicscaleError as exc:
-                raise ValueError(params.in_python_terms(str(exc))) from None
+                message = str(exc).replace(config["corpus"], "X") if of_x else str(exc)
+                raise ValueError(params.in_python_terms(message)) from None
             if signum:
                 raise KeyboardInterrupt(f"training stopped by signal {signum}; nothing was fitted")
             return load_model(output), summary, (output / store.METRICS_FILE).read_text(encoding="utf-8")
@@ -155,9 +160,10 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         params.fit_config(self.kind, self.get_params(deep=False))       # refuse bad values first
         rows = self._rows(X, reset=True)
         words = self._vocabulary(vocabulary, self.n_features_in_)
+        self._check_init_model(words)
         with tempfile.TemporaryDirectory(prefix="topicscale-corpus-") as tmp:
             n_docs = self._write(Path(tmp) / "corpus", rows, words)
-            model, summary, metrics = self._train(Path(tmp) / "corpus")
+            model, summary, metrics = self._train(Path(tmp) / "corpus", of_x=True)
         if model.settings.get("corpus"):          # the temporary corpus is gone
             del model.settings["corpus"]
         return self._fitted(model, _passes(summary, n_docs), metrics)
@@ -192,25 +198,47 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         if not first:
             self._warn_kept_parameters()
         rows = self._rows(X, reset=first)
-        words = (self._vocabulary(vocabulary, self.n_features_in_) if first
-                 else self.model_.vocab)
-        if not first and vocabulary is not None and _words(vocabulary) != list(words):
-            raise ValueError("vocabulary differs from the fitted model's")
+        if first:
+            words = self._vocabulary(vocabulary, self.n_features_in_)
+            self._check_init_model(words)
+        else:
+            words = self.model_.vocab
+            if vocabulary is not None and _words(vocabulary) != list(words):
+                raise ValueError("vocabulary differs from the fitted model's")
         one_pass = {"passes": 1.0, "max_docs": None, "time_limit": None}
         with tempfile.TemporaryDirectory(prefix="topicscale-corpus-") as tmp:
             n_docs = self._write(Path(tmp) / "corpus", rows, words)
             if first:
-                model, summary, metrics = self._train(Path(tmp) / "corpus", **one_pass)
+                model, summary, metrics = self._train(Path(tmp) / "corpus", of_x=True, **one_pass)
                 prior = ""
             else:
                 from .registry import MODELS
                 self.model_.save(Path(tmp) / "init")
                 kept = {name: None for name in MODELS[self.kind].options}   # the model keeps its own
-                model, summary, metrics = self._train(Path(tmp) / "corpus", **one_pass, **kept,
+                model, summary, metrics = self._train(Path(tmp) / "corpus", of_x=True, **one_pass, **kept,
                                                       init_model=str(Path(tmp) / "init"))
                 prior = self._metrics
         model.settings.pop("corpus", None)
         return self._fitted(model, _passes(summary, n_docs), prior + metrics)
+
+    def _check_init_model(self, words):
+        """init_model (when given), before X is written: a model of this kind whose words are X's
+        columns' (the command line's errors would name a temporary corpus and `prepare`)."""
+        if self.init_model is None:
+            return
+        path = params.check_value("init_model", self.init_model)
+        try:
+            meta, _, vocab = store.load(path)
+        except TopicscaleError as exc:
+            raise ValueError(f"init_model={self.init_model!r}: {exc}") from None
+        kind = meta.get("model")
+        if kind != self.kind:
+            raise ValueError(f"init_model={self.init_model!r} holds a {kind} model: continue it with "
+                             f"topicscale.{kind.upper()}(init_model=...)")
+        if vocab != list(words):
+            raise ValueError(f"init_model={self.init_model!r}: X's columns must be the model's words, in its "
+                             f"order: pass them as vocabulary= (topicscale.{kind.upper()}.load(init_model)"
+                             ".model_.vocab)")
 
     def _warn_kept_parameters(self):
         """A warning for each parameter set (set_params) to other than what the fitted model keeps:

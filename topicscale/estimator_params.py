@@ -134,11 +134,35 @@ def fit_config(kind, params):
     return config
 
 
+FLAG = re.compile(r"--([a-z][a-z-]*)(?: ([a-z0-9][a-z0-9.+-]*))?")
+
+
 def in_python_terms(message):
-    """An error of the command line's checks with its flags named as the parameters."""
+    """A message of the command line with its flags named as the parameters, and a flag's value
+    (a number, auto, or one of its choices) as name=value."""
     names = {options.flag(name): param_name(name) for name in options.BY_NAME}
-    message = re.sub(r"--(model|algorithm|local) ([a-z0-9-]+)", r"\1=\2", message)
-    return re.sub(r"--[a-z][a-z-]*", lambda m: names.get(m.group(0), m.group(0)), message)
+    names.update({"--model": "model", "--algorithm": "algorithm", "--local": "local"})
+    words = {"--model": set(registry.MODELS), "--algorithm": set(registry.algorithm_names()),
+             "--local": set(registry.local_names())}
+    words.update({options.flag(o.name): set(o.type.choices) for o in options.BY_NAME.values()
+                  if isinstance(o.type, click.Choice)})
+
+    def python(match):
+        flag, value = f"--{match.group(1)}", match.group(2)
+        if flag not in names:
+            return match.group(0)
+        if value is not None and (value == "auto" or value in words.get(flag, ()) or _number(value)):
+            return f"{names[flag]}={value}"
+        return names[flag] + match.group(0)[len(flag):]
+    return FLAG.sub(python, message)
+
+
+def _number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 # ------------------------------------------------------------------------------ documentation
