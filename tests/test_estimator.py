@@ -117,7 +117,7 @@ def test_parameters_are_the_fit_options_of_the_model(kind):
                 if n not in output_only and (n not in part or n in owned)}
     estimator = ESTIMATORS[kind]()
     got = estimator.get_params()
-    assert set(got) == expected
+    assert set(got) == expected | {"total_samples"}        # the estimators' own (estimator_params.OWN)
     assert all(v is None for v in got.values())
     assert all(fit[n].default is None for n in options.BY_NAME)     # click passes None when unset
     assert {"max_iter", "n_components", "passes", "seed", "algorithm", "local"} <= set(got)
@@ -145,6 +145,8 @@ def test_parameters_are_checked_as_the_command_line_checks_its_options(tmp_path)
         (LDA(threads=0), "threads=0"),
         (LDA(seed=-1), "seed=-1: must be 0 or more"),
         (CTM(seed=-5), "seed=-5: must be 0 or more"),
+        (LDA(total_samples=0), "total_samples=0: must be a positive number"),
+        (CTM(algorithm="batch", total_samples=1000), "total_samples goes with the stochastic algorithms"),
         (LDA(init_model=tmp_path / "missing"), "init_model="),
     ]
     for estimator, message in refused:
@@ -324,6 +326,40 @@ def test_partial_fit_continues_the_model_as_fit_init_does(tmp_path):
     assert [str(w.message).split(":")[0] for w in caught] == [
         "n_components=4 differs from the fitted model's 3", "alpha=0.5 differs from the fitted model's 0.3333333333333333"]
     assert est.components_.shape == before.shape
+
+
+def planted(n_docs, n_words, n_topics, length, seed):
+    """Documents of `length` tokens drawn from LDA with n_topics planted topics (dense counts)."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((n_docs, n_words), dtype=np.int64)
+    for i, (ids, c) in enumerate(lda_documents(planted_topics(n_topics, n_words, rng), n_docs, length, 0.3, rng)):
+        X[i, ids] = c
+    return X
+
+
+@needs_sklearn
+def test_partial_fit_streams_a_corpus_of_total_samples_documents_as_one_pass_of_fit(tmp_path):
+    """Chunks of 100 of 2000 documents, each call's statistics scaled to D = total_samples: held-out
+    as fit's one pass (the mean of three seeds; a seed's differs by its local optimum); each scaled to
+    its own 100 documents (the default), the topics stay near their start and score far lower."""
+    X = planted(2400, 100, 8, 50, 3)
+    train, heldout = X[:2000], X[2000:]
+    scores = {"fit": [], 2000: [], None: []}
+    for seed in range(3):
+        given = dict(n_components=8, batch_size=50, seed=seed, local="meanfield")
+        scores["fit"].append(LDA(passes=1, **given).fit(train).score(heldout))
+        for total in (2000, None):
+            est = LDA(total_samples=total, **given)
+            for start in range(0, 2000, 100):
+                est.partial_fit(train[start:start + 100])
+            scores[total].append(est.score(heldout))
+    fit, streamed, unscaled = (np.mean(scores[k]) for k in ("fit", 2000, None))
+    assert abs(streamed - fit) < 0.03 and unscaled < streamed - 0.1
+    assert est.model_.settings.get("total_samples") is None
+    est.set_params(total_samples=2000).partial_fit(train[:100]).save(tmp_path / "m")
+    loaded = LDA.load(tmp_path / "m")
+    assert est.model_.settings["total_samples"] == loaded.total_samples == 2000
+    assert "total_samples" not in loaded.fit(train[:100]).model_.settings      # fit takes its own corpus's
 
 
 @needs_sklearn

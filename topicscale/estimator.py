@@ -163,7 +163,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self._check_init_model(words)
         with tempfile.TemporaryDirectory(prefix="topicscale-corpus-") as tmp:
             n_docs = self._write(Path(tmp) / "corpus", rows, words)
-            model, summary, metrics = self._train(Path(tmp) / "corpus", of_x=True)
+            model, summary, metrics = self._train(Path(tmp) / "corpus", of_x=True, total_samples=None)
         if model.settings.get("corpus"):          # the temporary corpus is gone
             del model.settings["corpus"]
         return self._fitted(model, _passes(summary, n_docs), metrics)
@@ -175,7 +175,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             n_docs, n_words = prepared.n_docs, prepared.n_words
         except TopicscaleError as exc:
             raise ValueError(str(exc)) from None
-        model, summary, metrics = self._train(corpus)
+        model, summary, metrics = self._train(corpus, total_samples=None)
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = n_words
@@ -183,8 +183,10 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
 
     def partial_fit(self, X, y=None, vocabulary=None):
         """One pass over X, continuing the model fitted so far as `topicscale fit --init MODEL
-        --passes 1` continues it (its step counter carries on; X's rows are the corpus D of the
-        step sizes' scale), or, on the first call, a fit of one pass. y is ignored."""
+        --passes 1` continues it (its step counter carries on), or, on the first call, a fit of
+        one pass. The global step scales a minibatch's statistics to a corpus of total_samples
+        documents (default: X's rows); streaming a larger corpus in chunks, give its size. y is
+        ignored."""
         if getattr(self, "polish", None):
             raise ValueError("polish sweeps a whole corpus after training, so it goes with fit and "
                              "fit_corpus, not with partial_fit (one pass over the X of each call)")
