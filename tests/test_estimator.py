@@ -117,7 +117,7 @@ def test_parameters_are_the_fit_options_of_the_model(kind):
                 if n not in output_only and (n not in part or n in owned)}
     estimator = ESTIMATORS[kind]()
     got = estimator.get_params()
-    assert set(got) == expected
+    assert set(got) == expected | {"total_samples"}        # the estimators' own (estimator_params.OWN)
     assert all(v is None for v in got.values())
     assert all(fit[n].default is None for n in options.BY_NAME)     # click passes None when unset
     assert {"max_iter", "n_components", "passes", "seed", "algorithm", "local"} <= set(got)
@@ -143,6 +143,10 @@ def test_parameters_are_checked_as_the_command_line_checks_its_options(tmp_path)
         (CTM(local="cvb0"), "local=cvb0 does not go with algorithm=svi"),
         (LDA(algorithm="nope"), "algorithm='nope'"),
         (LDA(threads=0), "threads=0"),
+        (LDA(seed=-1), "seed=-1: must be 0 or more"),
+        (CTM(seed=-5), "seed=-5: must be 0 or more"),
+        (LDA(total_samples=0), "total_samples=0: must be a positive number"),
+        (CTM(algorithm="batch", total_samples=1000), "total_samples goes with the stochastic algorithms"),
         (LDA(init_model=tmp_path / "missing"), "init_model="),
     ]
     for estimator, message in refused:
@@ -153,6 +157,32 @@ def test_parameters_are_checked_as_the_command_line_checks_its_options(tmp_path)
         LDA(K=3)
     with pytest.raises(TypeError):
         LDA(3)
+
+
+@needs_sklearn
+def test_errors_and_notes_of_a_fit_name_its_parameters_and_x(tmp_path, capsys):
+    """Not the command line's flags and commands, nor the temporary corpus X is written to."""
+    X = counts(60, 60, 14)
+    LDA(n_components=3, passes=1).fit(X, vocabulary=VOCAB).save(tmp_path / "lda")
+    HDP(n_components=5, passes=1).fit(X).save(tmp_path / "hdp")
+    words = r"X's columns must be the model's words, in its order: pass them as vocabulary="
+    refused = [
+        (LDA(init_model=tmp_path / "lda", passes=1), {}, words),
+        (LDA(init_model=tmp_path / "lda", passes=1), {"vocabulary": VOCAB[::-1]}, words),
+        (LDA(init_model=tmp_path / "hdp"), {}, r"holds a hdp model: continue it with topicscale.HDP\(init_model="),
+        (LDA(passes=0.0001), {}, "passes=0.0001 trains on no document of X;"),
+    ]
+    for est, given, message in refused:
+        for method in (est.fit, est.partial_fit)[:1 if "passes=" in message else 2]:
+            with pytest.raises(ValueError, match=message) as caught:
+                method(X, **given)
+            assert "topicscale-" not in str(caught.value) and "--" not in str(caught.value)
+    assert LDA(init_model=tmp_path / "lda", passes=1).fit(X, vocabulary=VOCAB).n_batch_iter_ == 2
+    capsys.readouterr()
+    long_documents = np.random.default_rng(0).poisson(1.0, size=(100, 200))
+    LDA(n_components=3).fit(long_documents)                 # --start auto takes the assignment start
+    noted = capsys.readouterr().err
+    assert "(start=auto; start=near-uniform streams passes instead)" in noted and "--" not in noted
 
 
 # ------------------------------------------------------------------ the command line's results
@@ -243,6 +273,31 @@ def test_fit_corpus_load_and_save_share_model_folders_with_the_command_line(tmp_
 
 
 @needs_sklearn
+def test_a_loaded_model_checks_a_dataframes_columns_against_its_words(tmp_path):
+    """A model's words (but w0, w1, ...: columns without names) load as its feature_names_in_, as
+    a DataFrame's columns are in memory; X without names is taken as the words in that order."""
+    pd = pytest.importorskip("pandas")
+    X = counts(60, 60, 13)
+    df = pd.DataFrame(X, columns=VOCAB)
+    est = LDA(n_components=3, passes=1).fit(df).save(tmp_path / "df")
+    loaded = LDA.load(tmp_path / "df")
+    assert list(loaded.feature_names_in_) == VOCAB and loaded.n_features_in_ == 60
+    for fitted in (est, loaded):
+        with pytest.raises(ValueError, match="feature names should match"):
+            fitted.transform(df[df.columns[::-1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.array_equal(loaded.transform(df), est.transform(df))
+        assert np.array_equal(loaded.transform(sp.csr_matrix(X)), est.transform(df))
+    LDA(n_components=3, passes=1).fit(X).save(tmp_path / "plain")
+    for fitted in (LDA(n_components=3, passes=1).fit(X), LDA.load(tmp_path / "plain")):
+        assert not hasattr(fitted, "feature_names_in_")
+        with pytest.warns(UserWarning, match="fitted without feature names"):
+            fitted.transform(df)
+    assert not hasattr(loaded.fit(X), "feature_names_in_")
+
+
+@needs_sklearn
 def test_partial_fit_continues_the_model_as_fit_init_does(tmp_path):
     X1, X2 = counts(70, 60, 6), counts(50, 60, 7, empty=(2,))
     est = LDA(n_components=3, batch_size=25, seed=2)
@@ -273,6 +328,68 @@ def test_partial_fit_continues_the_model_as_fit_init_does(tmp_path):
     assert est.components_.shape == before.shape
 
 
+def planted(n_docs, n_words, n_topics, length, seed):
+    """Documents of `length` tokens drawn from LDA with n_topics planted topics (dense counts)."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((n_docs, n_words), dtype=np.int64)
+    for i, (ids, c) in enumerate(lda_documents(planted_topics(n_topics, n_words, rng), n_docs, length, 0.3, rng)):
+        X[i, ids] = c
+    return X
+
+
+@needs_sklearn
+def test_partial_fit_streams_a_corpus_of_total_samples_documents_as_one_pass_of_fit(tmp_path):
+    """Chunks of 100 of 2000 documents, each call's statistics scaled to D = total_samples: held-out
+    as fit's one pass (the mean of three seeds; a seed's differs by its local optimum); each scaled to
+    its own 100 documents (the default), the topics stay near their start and score far lower."""
+    X = planted(2400, 100, 8, 50, 3)
+    train, heldout = X[:2000], X[2000:]
+    scores = {"fit": [], 2000: [], None: []}
+    for seed in range(3):
+        given = dict(n_components=8, batch_size=50, seed=seed, local="meanfield")
+        scores["fit"].append(LDA(passes=1, **given).fit(train).score(heldout))
+        for total in (2000, None):
+            est = LDA(total_samples=total, **given)
+            for start in range(0, 2000, 100):
+                est.partial_fit(train[start:start + 100])
+            scores[total].append(est.score(heldout))
+    fit, streamed, unscaled = (np.mean(scores[k]) for k in ("fit", 2000, None))
+    assert abs(streamed - fit) < 0.03 and unscaled < streamed - 0.1
+    assert est.model_.settings.get("total_samples") is None
+    est.set_params(total_samples=2000).partial_fit(train[:100]).save(tmp_path / "m")
+    loaded = LDA.load(tmp_path / "m")
+    assert est.model_.settings["total_samples"] == loaded.total_samples == 2000
+    assert "total_samples" not in loaded.fit(train[:100]).model_.settings      # fit takes its own corpus's
+
+
+@needs_sklearn
+def test_a_loaded_model_continues_with_partial_fit_as_the_fitted_estimator_does(tmp_path):
+    """What a fit given none chooses (polish auto, the HDP's merges) loads as None, as the fitted
+    estimator's parameters have it, so partial_fit continues a loaded model as it does the fitted
+    one; a polish given loads as given and is refused by both. Later calls take the model's own
+    start (as `fit --init` does), so a model continued from the assignment start goes on."""
+    X1, X2 = counts(200, 60, 11), counts(60, 60, 12)
+    for cls in (LDA, HDP):
+        est = cls(n_components=4, batch_size=50, seed=1).fit(X1, vocabulary=VOCAB)
+        assert est.model_.settings["polish"] == "auto" and est.model_.settings.get("merge", True)
+        est.save(tmp_path / cls.__name__)
+        loaded = cls.load(tmp_path / cls.__name__)
+        assert loaded.polish is None and getattr(loaded, "merge", None) is None
+        assert getattr(loaded, "start", None) is None and loaded.local == est.model_.settings["local"]
+        assert np.array_equal(loaded.partial_fit(X2).components_, est.partial_fit(X2).components_)
+    corpus = prepare(tmp_path / "c", X1)
+    run("fit", corpus, "-k", "3", "--start", "assignment", "--polish", "2", "--passes", "1", "-o", tmp_path / "a")
+    given = LDA.load(tmp_path / "a")
+    assert (given.start, given.polish) == ("assignment", 2)
+    for est in (given, LDA(n_components=3, start="assignment", polish=2, passes=1).fit(X1)):
+        with pytest.raises(ValueError, match="polish sweeps a whole corpus"):
+            est.partial_fit(X2)
+    run("fit", corpus, "--init", tmp_path / "a", "--passes", "1", "-o", tmp_path / "b")
+    continued = LDA.load(tmp_path / "b")
+    assert (continued.start, continued.polish) == ("assignment", 0)
+    assert continued.n_batch_iter_ == 2 and continued.partial_fit(X2).n_batch_iter_ == 3
+
+
 # ------------------------------------------------------------------ input
 @needs_sklearn
 def test_bad_input_raises_scikit_learns_errors():
@@ -298,6 +415,21 @@ def test_bad_input_raises_scikit_learns_errors():
         LDA().fit(X, vocabulary=["a", "b", "c"])
     with pytest.raises(ValueError, match="duplicate words"):
         LDA().fit(X, vocabulary=["a"] * 20)
+
+
+@needs_sklearn
+def test_a_vocabulary_mapping_words_to_columns_labels_each_column_with_its_word():
+    """CountVectorizer.vocabulary_ ({word: column}, not in column order) as a list of its words."""
+    X = counts(40, 20, 8)
+    words = [f"word{i}" for i in range(20)]
+    by_column = {w: i for i, w in sorted(enumerate(words), key=lambda iw: iw[1][::-1])}
+    assert list(by_column) != words
+    est = LDA(n_components=2, passes=1).fit(X, vocabulary=by_column)
+    assert est.model_.vocab == words
+    est.partial_fit(X, vocabulary={w: np.int64(i) for w, i in by_column.items()})
+    for bad in ({"a": 0, "b": 2}, {"a": 0, "b": 0}, {"a": 0, "b": 1.0}):
+        with pytest.raises(ValueError, match="its values must be the columns 0 to 1, each once"):
+            LDA().fit(X[:, :2], vocabulary=bad)
 
 
 def test_fractional_counts_are_rounded_to_whole_counts():

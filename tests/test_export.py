@@ -256,6 +256,28 @@ def test_pyldavis_data_is_a_prepared_data_that_pyldavis_renders(fitted, tmp_path
     assert top["Term"].iloc[0] == theirs.sorted_terms(topic=1, _lambda=1.0)["Term"].iloc[0]
 
 
+def test_pyldavis_data_takes_a_fitted_estimator_and_a_document_term_matrix(fitted):
+    pytest.importorskip("pyLDAvis")
+    pytest.importorskip("sklearn")
+    import scipy.sparse as sp
+    import topicscale
+    root, _, heldout = fitted
+    X = sp.vstack([sp.csr_matrix((b.counts, b.indices, b.indptr), shape=(b.n_docs, V)) for b in heldout.blocks()])
+    shown = json.loads(topicscale.pyldavis_data(root / "lda", heldout.path).to_json())
+    est = topicscale.LDA.load(root / "lda")
+    for model, corpus in ((est, heldout.path), (est.model_, X), (est, X.toarray()), (root / "lda", X.tocoo())):
+        assert json.loads(topicscale.pyldavis_data(model, corpus).to_json()) == shown
+    refused = [(topicscale.LDA(), X, ValueError, "is not fitted yet"),
+               (est, X[:, 1:], ValueError, f"X has {V - 1} columns, but the model has {V} words"),
+               (est, X * 0, ValueError, "X holds no counts"),
+               (est, ["a document's text"], TypeError, "or a document-term matrix of counts"),
+               (est, {"w0": 1}, TypeError, "or a document-term matrix of counts"),
+               (3, X, TypeError, "or a fitted LDA, HDP or CTM, not int")]
+    for model, corpus, error, message in refused:
+        with pytest.raises(error, match=message):
+            topicscale.pyldavis_data(model, corpus)
+
+
 def test_prepared_dict_matches_pyldavis_on_random_topics_with_ties():
     pyLDAvis = pytest.importorskip("pyLDAvis")
     rng = np.random.default_rng(9)

@@ -8,8 +8,11 @@ and `save` / `load` write and read the command line's model folder. Parameters a
 from fit's declarations (estimator_params.py). Loaded through topicscale.__getattr__, so that
 `import topicscale` imports neither scikit-learn nor numba.
 """
+import numbers
 import sys
 import tempfile
+import warnings
+from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -54,7 +57,10 @@ def _numba_threads(threads):
 
 
 def _say(message):
-    print(message, file=sys.stderr)
+    """A run's note on stderr, in the parameters' terms; not its hint to resume the run (its
+    temporary folder is gone)."""
+    if "--resume" not in message:
+        print(params.in_python_terms(message), file=sys.stderr)
 
 
 def _writable(model):
@@ -93,8 +99,14 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
 
     def _rows(self, X, reset):
         """X checked as scikit-learn checks it (2-D, numeric, finite, not empty, the fitted
-        width; then non-negative), as Rows of the shards' dtypes (counts rounded)."""
-        X = _validate_data(self, X, reset=reset, accept_sparse="csr")
+        width and column names; then non-negative), as Rows of the shards' dtypes (counts
+        rounded). A loaded model's words are its column names, but X need not have any."""
+        with warnings.catch_warnings():
+            if not reset and getattr(self, "_named_by_model", False):   # X's columns are its words
+                warnings.filterwarnings("ignore", "X does not have valid feature names")
+            X = _validate_data(self, X, reset=reset, accept_sparse="csr")
+        if reset:
+            self.__dict__.pop("_named_by_model", None)
         check_non_negative(X, f"{type(self).__name__}")
         return matrix.as_rows(X)
 
@@ -104,17 +116,18 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         if vocabulary is None and hasattr(self, "feature_names_in_"):
             vocabulary = self.feature_names_in_
         if vocabulary is None:
-            return [f"w{i}" for i in range(n_words)]
-        words = [str(w) for w in vocabulary]
+            return _unnamed(n_words)
+        words = _words(vocabulary)
         if len(words) != n_words:
             raise ValueError(f"vocabulary has {len(words)} words, but X has {n_words} columns")
         check_words(words)
         return words
 
     # ------------------------------------------------------------------ training
-    def _train(self, corpus, **overrides):
+    def _train(self, corpus, of_x=False, **overrides):
         """`topicscale fit CORPUS` with this estimator's parameters (and `overrides` of the
-        run's settings) into a temporary model folder: (model, summary, metrics lines)."""
+        run's settings) into a temporary model folder: (model, summary, metrics lines). of_x:
+        the corpus is X's, which errors name X."""
         config = params.fit_config(self.kind, self.get_params(deep=False))
         config.update(overrides)
         with tempfile.TemporaryDirectory(prefix="topicscale-fit-") as tmp, \
@@ -126,7 +139,8 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             try:
                 summary, signum = run_fit(config, say=_say)
             except TopicscaleError as exc:
-                raise ValueError(params.in_python_terms(str(exc))) from None
+                message = str(exc).replace(config["corpus"], "X") if of_x else str(exc)
+                raise ValueError(params.in_python_terms(message)) from None
             if signum:
                 raise KeyboardInterrupt(f"training stopped by signal {signum}; nothing was fitted")
             return load_model(output), summary, (output / store.METRICS_FILE).read_text(encoding="utf-8")
@@ -141,13 +155,15 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     def fit(self, X, y=None, vocabulary=None):
         """Fit the model to X (documents x words, counts; rounded to whole counts) as `topicscale
         fit` fits a corpus prepared from X's non-empty rows. `vocabulary`: the words of X's
-        columns (kept in the model: `topics`, `save`). y is ignored."""
+        columns (kept in the model: `topics`, `save`), in order, or a mapping of each word to its
+        column (CountVectorizer.vocabulary_). y is ignored."""
         params.fit_config(self.kind, self.get_params(deep=False))       # refuse bad values first
         rows = self._rows(X, reset=True)
         words = self._vocabulary(vocabulary, self.n_features_in_)
+        self._check_init_model(words)
         with tempfile.TemporaryDirectory(prefix="topicscale-corpus-") as tmp:
             n_docs = self._write(Path(tmp) / "corpus", rows, words)
-            model, summary, metrics = self._train(Path(tmp) / "corpus")
+            model, summary, metrics = self._train(Path(tmp) / "corpus", of_x=True, total_samples=None)
         if model.settings.get("corpus"):          # the temporary corpus is gone
             del model.settings["corpus"]
         return self._fitted(model, _passes(summary, n_docs), metrics)
@@ -159,7 +175,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             n_docs, n_words = prepared.n_docs, prepared.n_words
         except TopicscaleError as exc:
             raise ValueError(str(exc)) from None
-        model, summary, metrics = self._train(corpus)
+        model, summary, metrics = self._train(corpus, total_samples=None)
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = n_words
@@ -167,45 +183,68 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
 
     def partial_fit(self, X, y=None, vocabulary=None):
         """One pass over X, continuing the model fitted so far as `topicscale fit --init MODEL
-        --passes 1` continues it (its step counter carries on; X's rows are the corpus D of the
-        step sizes' scale), or, on the first call, a fit of one pass. y is ignored."""
+        --passes 1` continues it (its step counter carries on), or, on the first call, a fit of
+        one pass. The global step scales a minibatch's statistics to a corpus of total_samples
+        documents (default: X's rows); streaming a larger corpus in chunks, give its size. y is
+        ignored."""
         if getattr(self, "polish", None):
             raise ValueError("polish sweeps a whole corpus after training, so it goes with fit and "
                              "fit_corpus, not with partial_fit (one pass over the X of each call)")
         if getattr(self, "merge", None):
             raise ValueError("merge scores the merged topics on documents held aside from a whole corpus, so "
                              "it goes with fit and fit_corpus, not with partial_fit")
-        if getattr(self, "start", None) == "assignment":
+        first = not hasattr(self, "model_")
+        if first and getattr(self, "start", None) == "assignment":      # later, the model keeps its own
             raise ValueError("start='assignment' pays with the polish, which partial_fit refuses: use "
                              "fit or fit_corpus")
-        first = not hasattr(self, "model_")
         if not first:
             self._warn_kept_parameters()
         rows = self._rows(X, reset=first)
-        words = (self._vocabulary(vocabulary, self.n_features_in_) if first
-                 else self.model_.vocab)
-        if not first and vocabulary is not None and list(map(str, vocabulary)) != list(words):
-            raise ValueError("vocabulary differs from the fitted model's")
+        if first:
+            words = self._vocabulary(vocabulary, self.n_features_in_)
+            self._check_init_model(words)
+        else:
+            words = self.model_.vocab
+            if vocabulary is not None and _words(vocabulary) != list(words):
+                raise ValueError("vocabulary differs from the fitted model's")
         one_pass = {"passes": 1.0, "max_docs": None, "time_limit": None}
         with tempfile.TemporaryDirectory(prefix="topicscale-corpus-") as tmp:
             n_docs = self._write(Path(tmp) / "corpus", rows, words)
             if first:
-                model, summary, metrics = self._train(Path(tmp) / "corpus", **one_pass)
+                model, summary, metrics = self._train(Path(tmp) / "corpus", of_x=True, **one_pass)
                 prior = ""
             else:
                 from .registry import MODELS
                 self.model_.save(Path(tmp) / "init")
                 kept = {name: None for name in MODELS[self.kind].options}   # the model keeps its own
-                model, summary, metrics = self._train(Path(tmp) / "corpus", **one_pass, **kept,
+                model, summary, metrics = self._train(Path(tmp) / "corpus", of_x=True, **one_pass, **kept,
                                                       init_model=str(Path(tmp) / "init"))
                 prior = self._metrics
         model.settings.pop("corpus", None)
         return self._fitted(model, _passes(summary, n_docs), prior + metrics)
 
+    def _check_init_model(self, words):
+        """init_model (when given), before X is written: a model of this kind whose words are X's
+        columns' (the command line's errors would name a temporary corpus and `prepare`)."""
+        if self.init_model is None:
+            return
+        path = params.check_value("init_model", self.init_model)
+        try:
+            meta, _, vocab = store.load(path)
+        except TopicscaleError as exc:
+            raise ValueError(f"init_model={self.init_model!r}: {exc}") from None
+        kind = meta.get("model")
+        if kind != self.kind:
+            raise ValueError(f"init_model={self.init_model!r} holds a {kind} model: continue it with "
+                             f"topicscale.{kind.upper()}(init_model=...)")
+        if vocab != list(words):
+            raise ValueError(f"init_model={self.init_model!r}: X's columns must be the model's words, in its "
+                             f"order: pass them as vocabulary= (topicscale.{kind.upper()}.load(init_model)"
+                             ".model_.vocab)")
+
     def _warn_kept_parameters(self):
         """A warning for each parameter set (set_params) to other than what the fitted model keeps:
         partial_fit continues that model, as `fit --init` does, whatever they say."""
-        import warnings
         for name, own in _kept(self.model_).items():
             value = getattr(self, name, None)
             if value is not None and value != own:
@@ -275,8 +314,10 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     @classmethod
     def load(cls, path):
         """The estimator of the model folder `path` (written by `topicscale fit` or `save`):
-        fitted, its parameters those the model was trained with. n_iter_ is None (the passes
-        of the run that wrote it are not recorded)."""
+        fitted, its parameters those the model was trained with, but None for what a fit given
+        none chooses (polish auto, the start beside it, the HDP's merges), as in memory. Its
+        words, unless w0, w1, ..., are its feature_names_in_: a DataFrame's columns must match.
+        n_iter_ is None (the passes of the run that wrote it are not recorded)."""
         try:
             model = load_model(path)
         except TopicscaleError as exc:
@@ -289,8 +330,16 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         given.update(_kept(model))
         if given.get("alpha") == _default_alpha(model):     # a clone with another K or step takes its own
             given["alpha"] = None
+        if given.get("polish") == "auto":     # chosen by a fit without them, as the start beside it
+            given["polish"] = None
+            given.pop("start", None)
+        if given.get("merge") is True:
+            given["merge"] = None
         estimator = cls(**given)
         estimator.n_features_in_ = model.n_words
+        if model.vocab != _unnamed(model.n_words):
+            estimator.feature_names_in_ = np.asarray(model.vocab, dtype=object)
+            estimator._named_by_model = True
         metrics = Path(path) / store.METRICS_FILE
         text = metrics.read_text(encoding="utf-8") if metrics.is_file() else ""
         return estimator._fitted(model, None, text)
@@ -299,6 +348,24 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         if state.get("model_") is not None:
             state = dict(state, model_=_writable(state["model_"]))
         super().__setstate__(state)
+
+
+def _unnamed(n_words):
+    """The words of columns without names: w0, w1, ... (as `topicscale prepare` names them)."""
+    return [f"w{i}" for i in range(n_words)]
+
+
+def _words(vocabulary):
+    """The words of a vocabulary: a sequence of words, or a mapping of each word to its column
+    (scikit-learn's CountVectorizer.vocabulary_) taken in column order."""
+    if not isinstance(vocabulary, Mapping):
+        return [str(w) for w in vocabulary]
+    columns = list(vocabulary.values())
+    if (not all(isinstance(c, numbers.Integral) and not isinstance(c, bool) for c in columns)
+            or sorted(columns) != list(range(len(columns)))):
+        raise ValueError("vocabulary as a mapping takes each word to its column of X: its values must be "
+                         f"the columns 0 to {len(columns) - 1}, each once")
+    return [str(w) for w in sorted(vocabulary, key=vocabulary.__getitem__)]
 
 
 def _kept(model):

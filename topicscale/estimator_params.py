@@ -8,7 +8,8 @@ steps run (EXCLUDED: --scheduler and --workers are `fit`'s; `-o`, `--resume`, `-
 `--config`, `--json` and `--quiet` are not declared options). Names are
 the settings' Python names, K is `n_components` as in scikit-learn, and every default is None:
 "not given", as on the command line, where the run's algorithm decides (e.g. SCVB0's paper
-settings) and the declared defaults fill the rest. Nothing here imports numba or scikit-learn.
+settings) and the declared defaults fill the rest. OWN are the estimators' parameters that no
+option declares. Nothing here imports numba or scikit-learn.
 """
 import inspect
 import math
@@ -26,6 +27,12 @@ from . import options, registry
 SELECTORS = ("algorithm", "local")
 EXCLUDED = ("heldout", "eval_every", "checkpoint_every", "checkpoint_seconds", "report", "scheduler", "workers")
 RENAMED = {"n_topics": "n_components"}
+# parameters of the estimators alone: {name: description}
+OWN = {"total_samples": (
+    "partial_fit: the number of documents D of the corpus its calls stream, by which the stochastic "
+    "global steps scale a minibatch's statistics (D/|S|), as in scikit-learn's "
+    "LatentDirichletAllocation; kept in the model. Not with algorithm=batch; fit and fit_corpus "
+    "take their corpus's. [default: the rows of each call's X]")}
 MAX_ITER_NOTE = ("max_iter is the E-step cap (sweeps per document), not the number of passes "
                  "as in scikit-learn's LatentDirichletAllocation: passes are `passes`.")
 
@@ -47,7 +54,7 @@ def param_name(option):
 
 
 def param_names(kind):
-    return tuple(param_name(o) for o in option_names(kind))
+    return tuple(param_name(o) for o in option_names(kind)) + tuple(OWN)
 
 
 def make_init(kind):
@@ -101,6 +108,8 @@ def check_value(option, value):
             value = os.fspath(value)
         except TypeError:
             raise refuse("must be a path") from None
+    if option == "seed" and value < 0:
+        raise refuse("must be 0 or more")
     if kind is not int:
         try:
             value = kind.convert(value, None, None)
@@ -121,7 +130,8 @@ def check_selector(kind, name, value):
 
 
 def fit_config(kind, params):
-    """The `fit` configuration of an estimator's parameters: {setting: checked value or None}."""
+    """The `fit` configuration of an estimator's parameters: {setting: checked value or None},
+    and total_samples."""
     config = {name: None for name in options.BY_NAME}
     for option in option_names(kind):
         value = params[param_name(option)]
@@ -129,14 +139,52 @@ def fit_config(kind, params):
             config[option] = check_selector(kind, option, value)
         elif value is not None:
             config[option] = check_value(option, value)
+    config["total_samples"] = check_total_samples(params.get("total_samples"), config["algorithm"])
     return config
 
 
+def check_total_samples(value, algorithm):
+    """total_samples: None, or a positive number with a stochastic algorithm (batch updates
+    once per pass over a whole corpus)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
+        raise ValueError(f"total_samples={value!r}: must be a positive number (the corpus's documents)")
+    if algorithm == "batch":
+        raise ValueError("total_samples goes with the stochastic algorithms: algorithm=batch updates "
+                         "the topics once per pass over the whole corpus")
+    return float(value)
+
+
+FLAG = re.compile(r"--([a-z][a-z-]*)(?: ([a-z0-9][a-z0-9.+-]*))?")
+
+
 def in_python_terms(message):
-    """An error of the command line's checks with its flags named as the parameters."""
+    """A message of the command line with its flags named as the parameters, and a flag's value
+    (a number, auto, or one of its choices) as name=value."""
     names = {options.flag(name): param_name(name) for name in options.BY_NAME}
-    message = re.sub(r"--(model|algorithm|local) ([a-z0-9-]+)", r"\1=\2", message)
-    return re.sub(r"--[a-z][a-z-]*", lambda m: names.get(m.group(0), m.group(0)), message)
+    names.update({"--model": "model", "--algorithm": "algorithm", "--local": "local"})
+    words = {"--model": set(registry.MODELS), "--algorithm": set(registry.algorithm_names()),
+             "--local": set(registry.local_names())}
+    words.update({options.flag(o.name): set(o.type.choices) for o in options.BY_NAME.values()
+                  if isinstance(o.type, click.Choice)})
+
+    def python(match):
+        flag, value = f"--{match.group(1)}", match.group(2)
+        if flag not in names:
+            return match.group(0)
+        if value is not None and (value == "auto" or value in words.get(flag, ()) or _number(value)):
+            return f"{names[flag]}={value}"
+        return names[flag] + match.group(0)[len(flag):]
+    return FLAG.sub(python, message)
+
+
+def _number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 # ------------------------------------------------------------------------------ documentation
@@ -157,8 +205,8 @@ def describe(kind, option):
 def docstring(kind, summary):
     """The class docstring: `summary`, then every parameter with its --help text."""
     lines = [inspect.cleandoc(summary), "", "Parameters", "----------"]
-    for option in option_names(kind):
-        lines.append(f"{param_name(option)} : default=None")
-        lines += textwrap.wrap(describe(kind, option), 96, initial_indent="    ",
-                               subsequent_indent="    ")
+    described = [(param_name(o), describe(kind, o)) for o in option_names(kind)] + list(OWN.items())
+    for name, text in described:
+        lines.append(f"{name} : default=None")
+        lines += textwrap.wrap(text, 96, initial_indent="    ", subsequent_indent="    ")
     return "\n".join(lines) + "\n"

@@ -212,10 +212,15 @@ def new_model(config, corpus):
 
 
 def build_algorithm(model, config, corpus):
-    """The run's global step around the model's local step (both from the settings)."""
+    """The run's global step around the model's local step (both from the settings), for a corpus
+    of D documents: the corpus's, or the estimators' total_samples (partial_fit streams a larger
+    one; its tokens estimated at the corpus's tokens a document)."""
     algorithm = registry.global_step_class(model.kind, config["algorithm"])
-    return registry.build(algorithm, model, registry.local_step_for(model), corpus.n_docs,
-                          settings={**config, "corpus_tokens": corpus.n_tokens})
+    docs, tokens = corpus.n_docs, corpus.n_tokens
+    if config.get("total_samples"):
+        docs, tokens = config["total_samples"], tokens * config["total_samples"] / docs
+    return registry.build(algorithm, model, registry.local_step_for(model), docs,
+                          settings={**config, "corpus_tokens": tokens})
 
 
 def run_fit(config, resume=False, progress=False, say=print, worker_threads=None):

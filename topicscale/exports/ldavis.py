@@ -25,8 +25,12 @@ is renormalised over them), numbered by their position in that list. The corpus 
 by block; the documents' proportions come from the model's own local step, as `topicscale infer`.
 """
 import json
+import os
+import tempfile
+from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..atomic import atomic_file
 from ..topic_map import intertopic_coordinates
@@ -140,19 +144,58 @@ def write_json(model, corpus, output):
 
 
 def pyldavis_data(model, corpus, R=R_TERMS, lambda_step=LAMBDA_STEP):
-    """A pyLDAvis PreparedData of `model` (a model or its folder) on `corpus` (a Corpus or a prepared
-    corpus folder), for pyLDAvis.display / save_html; needs pip install topicscale[pyldavis]."""
+    """A pyLDAvis PreparedData of `model` (a model, its folder, or a fitted estimator: LDA, HDP,
+    CTM) on `corpus` (a Corpus, a prepared corpus folder, or a document-term matrix of counts over
+    the model's words: numpy or scipy.sparse), for pyLDAvis.display / save_html; needs pip install
+    topicscale[pyldavis]."""
     pyldavis = require("pyLDAvis", "pyldavis", "pyldavis_data")
     pd = require("pandas", "pyldavis", "pyldavis_data")
     from ..corpus.shards import as_corpus
-    from ..models import load_model
-    if not hasattr(model, "expected_beta"):
-        model = load_model(model)
-    corpus = as_corpus(corpus)
-    d = model_prepared_dict(model, corpus, R, lambda_step)
+    model = _model(model)
+    if isinstance(corpus, (str, os.PathLike)) or hasattr(corpus, "blocks"):
+        d = model_prepared_dict(model, as_corpus(corpus), R, lambda_step)
+    else:
+        with tempfile.TemporaryDirectory(prefix="topicscale-ldavis-") as tmp:
+            d = model_prepared_dict(model, _matrix_corpus(corpus, model, Path(tmp) / "corpus"), R, lambda_step)
     index = {w: i for i, w in enumerate(model.vocab)}
     tinfo = pd.DataFrame(d["tinfo"], index=[index[w] for w in d["tinfo"]["Term"]])
     tokens = pd.DataFrame(d["token.table"], index=pd.Index([index[w] for w in d["token.table"]["Term"]],
                                                            name="term"))
     return pyldavis.PreparedData(pd.DataFrame(d["mdsDat"]), tinfo, tokens, d["R"], d["lambda.step"],
                                  d["plot.opts"], d["topic.order"])
+
+
+def _model(model):
+    """A model given as itself, its folder or a fitted estimator."""
+    from ..models import load_model
+    if hasattr(model, "expected_beta"):
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        return load_model(model)
+    if hasattr(model, "get_params") and hasattr(model, "kind"):
+        if not hasattr(model, "model_"):
+            raise ValueError(f"this {type(model).__name__} is not fitted yet: fit it before pyldavis_data")
+        return model.model_
+    raise TypeError(f"model must be a topicscale model, its folder or a fitted LDA, HDP or CTM, "
+                    f"not {type(model).__name__}")
+
+
+def _matrix_corpus(X, model, path):
+    """The corpus at `path` of the document-term matrix X (documents x the model's words)."""
+    from ..corpus import matrix
+    from ..corpus.shards import Corpus
+    if not sp.issparse(X):
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            X = None
+    if X is None or X.ndim != 2:
+        raise TypeError("corpus must be a prepared corpus (its folder or a Corpus) or a document-term "
+                        "matrix of counts (numpy or scipy.sparse, documents x the model's words)")
+    if X.shape[1] != model.n_words:
+        raise ValueError(f"X has {X.shape[1]} columns, but the model has {model.n_words} words")
+    if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
+        raise ValueError("X holds NaN or infinite values: it must hold word counts")
+    if matrix.write_corpus(path, matrix.as_rows(X), model.vocab) == 0:
+        raise ValueError("X holds no counts: every row is zero once rounded to whole counts")
+    return Corpus(path)
