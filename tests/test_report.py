@@ -1,13 +1,17 @@
 """`topicscale report` and `fit --report`: each panel's numbers come from the model folder, the
 page is one self-contained file (no src or href leaves it), topic words are escaped, and
 without matplotlib the command says how to install it."""
+import base64
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import warnings
 from html.parser import HTMLParser
+from xml.etree import ElementTree
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +24,7 @@ from topicscale.coherence import evaluate_coherence
 from topicscale.corpus.shards import Corpus, CorpusWriter
 from topicscale.evaluate import evaluate_model
 from topicscale.models import load_model, store
+from topicscale.models.lda import LDAModel
 
 pytest.importorskip("matplotlib")
 
@@ -85,6 +90,27 @@ class Page(HTMLParser):
 
     def handle_data(self, data):
         self.text.append(data)
+
+
+def chart_texts(page):
+    """Every text drawn in the page's SVG charts."""
+    uris = re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', Path(page).read_text())
+    return [el.text for uri in uris for el in ElementTree.fromstring(base64.b64decode(uri)).iter()
+            if el.tag.endswith("}text") and el.text]
+
+
+def made_model(folder, top_words, n_topics=4, n_words=40):
+    """An LDA model (no training corpus) whose topic k has top_words[k] as its top words, in order."""
+    rng = np.random.default_rng(1)
+    vocab = [w for words in top_words for w in words]
+    vocab += [f"w{i}" for i in range(n_words - len(vocab))]
+    lam = rng.uniform(0.01, 0.1, size=(len(vocab), n_topics))
+    start = 0
+    for k, words in enumerate(top_words):
+        lam[start:start + len(words), k] = 100.0 - np.arange(len(words))
+        start += len(words)
+    LDAModel(lam=lam, alpha=np.full(n_topics, 0.1), eta=0.01, vocab=vocab).save(folder)
+    return folder
 
 
 def leaving_links(text):
@@ -265,6 +291,14 @@ def test_the_page_is_self_contained_and_escapes_the_words(lda, models, tmp_path)
         images = [v for tag, name, v in page.attrs if tag == "img" and name == "src"]
         assert len(images) >= 2 and all(v.startswith("data:image/svg+xml;base64,") for v in images)
         assert "http://" not in text and "https://" not in text
+
+
+def test_words_with_dollar_signs_are_drawn_as_they_are(tmp_path):
+    """Words are not mathtext: `$5 $10` is no formula, and `$\\frac{1` no error."""
+    model = made_model(tmp_path / "m", [["$\\frac{1", "$5", "$10"], ["$x$", "y"]])
+    run("report", model, "-o", tmp_path / "r.html")
+    texts = chart_texts(tmp_path / "r.html")
+    assert "0: $\\frac{1 $5 $10" in texts and any(t.startswith("1: $x$ y ") for t in texts)
 
 
 def test_the_link_check_finds_links_that_leave(tmp_path):

@@ -13,7 +13,7 @@ import numpy as np
 from .errors import TopicscaleError
 
 INSTALL = "pip install topicscale[report]"
-STYLE = {"svg.hashsalt": "topicscale-report", "svg.fonttype": "none", "font.size": 9,
+STYLE = {"svg.hashsalt": "topicscale-report", "svg.fonttype": "none", "text.parse_math": False, "font.size": 9,
          "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3}
 COLOUR = "#3b6ea8"
 ACCENT = "#d1495b"
