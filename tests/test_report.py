@@ -301,6 +301,22 @@ def test_words_with_dollar_signs_are_drawn_as_they_are(tmp_path):
     assert "0: $\\frac{1 $5 $10" in texts and any(t.startswith("1: $x$ y ") for t in texts)
 
 
+def test_long_words_are_cut_short_in_the_charts_not_in_the_table(tmp_path):
+    """A URL of 170 characters as a top word: chart labels end in an ellipsis, so matplotlib
+    keeps room for the bars (it warned that the axes collapsed); the table has the whole word."""
+    url = "https://example.org/" + "a" * 150
+    model = made_model(tmp_path / "m", [[url, "b"], ["c", url + "x"], ["d"]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run("report", model, "-o", tmp_path / "r.html")
+    assert [str(w.message) for w in caught] == []
+    labels = [t for t in chart_texts(tmp_path / "r.html") if re.match(r"\d: ", t)]
+    assert f"0: {url}"[:39] + "\u2026" in labels and f"1: c {url}"[:39] + "\u2026" in labels
+    assert max(map(len, labels)) == 40
+    words = " ".join(Page((tmp_path / "r.html").read_text()).text).split()
+    assert url in words and url + "x" in words
+
+
 def test_the_link_check_finds_links_that_leave(tmp_path):
     bad = ('<p><a href="https://example.org/x">x</a><img src="http://cdn.example/i.png">'
            '<img src="data:image/png;base64,AAAA"><a href="#top">top</a><script src="//cdn/x.js"></script>')

@@ -18,6 +18,7 @@ STYLE = {"svg.hashsalt": "topicscale-report", "svg.fonttype": "none", "text.pars
 COLOUR = "#3b6ea8"
 ACCENT = "#d1495b"
 LABEL_WORDS = 3                    # top words in a topic's label
+LABEL_CHARS = 40                   # a longer label is cut, ending in an ellipsis
 
 
 def require_matplotlib():
@@ -42,7 +43,9 @@ def _figure(width, height):
 
 
 def label(topic, words, n=LABEL_WORDS):
-    return f"{topic}: " + " ".join(words[:n])
+    """A topic's number and top words, at most LABEL_CHARS characters."""
+    text = f"{topic}: " + " ".join(words[:n])
+    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "\u2026"
 
 
 # ------------------------------------------------------------------------------ the figures
