@@ -272,6 +272,33 @@ def test_hdp_and_ctm_panels_only_for_those_models(lda, models, tmp_path):
             assert [r for _, _, r in data.correlations] == [r for r, _, _ in positive]
 
 
+def drawn_circles(ax):
+    """(x0, y0, x1, y1) on the canvas of each circle on a map: a patch, or a scatter marker."""
+    boxes = [tuple(p.get_window_extent().extents) for p in ax.patches]
+    for c in ax.collections:
+        centres = ax.transData.transform(c.get_offsets())
+        radii = np.broadcast_to(np.sqrt(c.get_sizes()) / 2 * ax.figure.dpi / 72, len(centres))
+        boxes += [(x - r, y - r, x + r, y + r) for (x, y), r in zip(centres, radii)]
+    return boxes
+
+
+def test_the_map_shows_every_circle_whole():
+    """200 topics, the largest at the top of the map (where its circle was sliced flat)."""
+    from topicscale.report_plots import map_figure
+    rng = np.random.default_rng(3)
+    coordinates = rng.uniform(-0.5, 0.5, size=(200, 2)) * [0.47, 0.46]
+    coordinates[0] = [0.0, coordinates[:, 1].max()]
+    weights = rng.dirichlet(np.ones(200))
+    weights[0] = 4 * weights.max()
+    fig = map_figure([{"topic": k, "weight": w} for k, w in enumerate(weights / weights.sum())], coordinates)
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    x0, y0, x1, y1 = ax.get_window_extent().extents
+    circles = drawn_circles(ax)
+    assert len(circles) == 200
+    assert all(x0 <= a and b <= x1 and y0 <= c and d <= y1 for a, c, b, d in circles)
+
+
 def test_fewer_than_three_topics_get_no_map_and_a_reason(corpora, tmp_path):
     _, train, _ = corpora
     run("fit", train, "-k", "2", *FIT, "-o", tmp_path / "m")
