@@ -9,7 +9,8 @@ from . import __version__
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; margin: 0;
        background: #fafafa; }
-main { max-width: 1100px; margin: 0 auto; padding: 24px 28px 48px; background: #fff; }
+main { max-width: 1100px; margin: 0 auto; padding: 24px 28px 48px; background: #fff;
+       overflow-wrap: anywhere; }
 .row { display: flex; flex-wrap: wrap; gap: 0 32px; } .row > section { flex: 1 1 420px; min-width: 0; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px;
      border-bottom: 1px solid #ddd; padding-bottom: 4px; }
@@ -19,7 +20,7 @@ table { border-collapse: collapse; } td, th { padding: 3px 10px 3px 0; text-alig
 table.facts td:nth-child(odd) { color: #555; } table.facts td:nth-child(2) { padding-right: 40px; }
 table.topics td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.topics tr:nth-child(even) { background: #f4f6f9; }
-.repeats { color: #9a3b00; white-space: nowrap; }
+.repeats { color: #9a3b00; }
 img { max-width: 100%; height: auto; display: block; margin: 6px 0; }
 .note { color: #7a4b00; background: #fff6e0; padding: 6px 10px; border-left: 3px solid #e0a400; }
 .score { font-size: 15px; }
