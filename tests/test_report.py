@@ -230,6 +230,30 @@ def test_a_partial_model_says_so_and_how_to_continue(corpora, tmp_path, monkeypa
     assert "partial" not in dict(report.describe(tmp_path / "m", load_model(tmp_path / "m")))
 
 
+def test_a_partial_model_draws_the_curve_its_stopped_run_recorded(corpora, tmp_path, monkeypatch):
+    """A stopped run's evaluations are in its log (.run.jsonl), not in metrics.jsonl: the curve
+    has them up to the model's step, not a line past it nor a line cut short by a kill."""
+    from clirun import run_stopped
+    _, train, heldout = corpora
+    out = tmp_path / "m"
+    run_stopped(monkeypatch, 8, "fit", train, "-k", "4", *FIT, "--passes", "2", "--heldout", heldout,
+                "--eval-every", "2", "-o", out)
+    assert not (out / "metrics.jsonl").exists()
+    evals = [json.loads(line) for line in (out / ".run.jsonl").read_text().splitlines() if '"eval"' in line]
+    later = dict(evals[-1], step=load_model(out).step + 1, per_word_ll=0.0)
+    with open(out / ".run.jsonl", "a") as fh:
+        fh.write(json.dumps(later) + '\n{"event": "ev')
+    data = report.gather(out)
+    assert len(evals) >= 3 and data.partial and data.curve_note == "" and data.final_eval == evals[-1]
+    assert data.curve == [{"docs": e["docs"], "seconds": e["train_seconds"], "per_word_ll": e["per_word_ll"]}
+                          for e in evals]
+    run("report", out, "-o", tmp_path / "r.html")
+    text = (tmp_path / "r.html").read_text()
+    assert "An unfinished LDA topic model" in text and "held-out per-word log likelihood against" in text
+    assert f"<code>topicscale fit --resume {out}</code> continues it" in text
+    assert "At the last evaluation before training was stopped" in text
+
+
 def test_report_heldout_scores_by_evals_default_protocol(lda, corpora, tmp_path):
     _, _, heldout = corpora
     data = report.gather(lda, heldout=heldout)

@@ -60,7 +60,8 @@ def _heldout(data, figures):
                      "documents seen"), _note(data.curve_note)]
     if data.final_eval:
         e = data.final_eval
-        parts.append(f'<p class="score">At the end of training: held-out per-word log likelihood '
+        when = "At the last evaluation before training was stopped" if data.partial else "At the end of training"
+        parts.append(f'<p class="score">{when}: held-out per-word log likelihood '
                      f'<b>{_number(e["per_word_ll"])}</b> (perplexity {_number(e["perplexity"], 1)}, '
                      f'{_e(e["documents"])} documents; protocol {_e(e.get("protocol", "common"))}).</p>')
     if data.heldout:
@@ -98,8 +99,11 @@ def page(data, figures):
     """The report of `data` (report.ReportData) with `figures` ({name: data URI}) as HTML."""
     sections = [
         f"<h1>{_e(data.model_path)}</h1>",
-        f'<p class="sub">{"A" if data.kind == "ctm" else "An"} {_e(data.kind.upper())} topic model with '
-        f"{len(data.weights)} topics; the report was written by topicscale {_e(__version__)}.</p>",
+        f'<p class="sub">{"An unfinished" if data.partial else "A" if data.kind == "ctm" else "An"} '
+        f"{_e(data.kind.upper())} topic model with {len(data.weights)} topics; the report was written by "
+        f"topicscale {_e(__version__)}.</p>",
+        _note(f"Training was stopped before it finished: `topicscale fit --resume {data.model_path}` "
+              "continues it." if data.partial else ""),
         _facts(data),
         _heldout(data, figures),
         '<div class="row"><section>', "<h2>Topic sizes</h2>",
