@@ -415,6 +415,9 @@ def test_bad_output_is_refused_before_any_work(lda, tmp_path):
     assert r.exit_code == 2 and "does not exist" in r.output
     r = run("report", lda, "-o", tmp_path, ok=False)
     assert r.exit_code == 2
+    r = run("report", lda, "-o", tmp_path / "page", ok=False)
+    assert r.exit_code == 2 and "-o: the report must end in .html" in r.output
+    assert list(tmp_path.iterdir()) == []
 
 
 # ------------------------------------------------------------------------------ fit --report
@@ -441,6 +444,9 @@ def test_fit_report_to_a_missing_folder_is_refused_before_training(corpora, tmp_
     _, train, _ = corpora
     r = run("fit", train, "-k", "4", *FIT, "--report", tmp_path / "no" / "r.html", "-o", tmp_path / "m", ok=False)
     assert r.exit_code == 2 and "does not exist" in r.output and not (tmp_path / "m").exists()
+    r = run("fit", train, "-k", "4", *FIT, "--report", tmp_path / "r.htm", "-o", tmp_path / "m", ok=False)
+    assert r.exit_code == 2 and "--report: the report must end in .html" in r.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_resumed_run_writes_the_report(corpora, tmp_path):
