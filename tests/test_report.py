@@ -22,6 +22,7 @@ from synthetic import lda_documents, planted_topics
 from topicscale import report
 from topicscale.coherence import evaluate_coherence
 from topicscale.corpus.shards import Corpus, CorpusWriter
+from topicscale.errors import TopicscaleError
 from topicscale.evaluate import evaluate_model
 from topicscale.models import load_model, store
 from topicscale.models.lda import LDAModel
@@ -418,6 +419,8 @@ def test_bad_output_is_refused_before_any_work(lda, tmp_path):
     r = run("report", lda, "-o", tmp_path / "page", ok=False)
     assert r.exit_code == 2 and "-o: the report must end in .html" in r.output
     assert list(tmp_path.iterdir()) == []
+    with pytest.raises(TopicscaleError, match=f"is a file of the topicscale model in {lda}"):
+        report.write_report(lda, lda / "model.npz")
 
 
 # ------------------------------------------------------------------------------ fit --report

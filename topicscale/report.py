@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import check_parent
+from .atomic import check_not_owned, check_parent
 from .errors import InputError, TopicscaleError
 
 COHERENCE_MEASURE = "c_npmi"       # computed when none is saved (DESIGN: NPMI, as gensim computes it)
@@ -221,13 +221,15 @@ def _last_eval(model_path, partial_step=None):
 
 def check_output(output):
     """Refuse (TopicscaleError), before any work is done: no matplotlib (saying how to install
-    it), or an output path that is a folder or whose folder does not exist."""
+    it), an output path that is a folder or whose folder does not exist, or a file of a model or
+    corpus folder."""
     from .report_plots import require_matplotlib
     require_matplotlib()
     out = Path(output)
     if out.is_dir() or str(output).endswith(("/", os.sep)):
         raise TopicscaleError(f"{output} names a folder; give the report's file name (e.g. report.html)")
     check_parent(out)
+    check_not_owned(out)
 
 
 def write_report(model_path, output, heldout=None, top_n=10):

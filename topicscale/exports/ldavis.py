@@ -28,7 +28,7 @@ import json
 
 import numpy as np
 
-from ..atomic import atomic_file
+from ..atomic import atomic_file, check_not_owned
 from ..topic_map import intertopic_coordinates
 from . import exported_topics, left_out, require
 
@@ -130,6 +130,7 @@ def model_prepared_dict(model, corpus, R=R_TERMS, lambda_step=LAMBDA_STEP):
 
 def write_json(model, corpus, output):
     """OUT.json as pyLDAvis.save_json writes it; returns the summary `export --json` prints."""
+    check_not_owned(output)
     data = model_prepared_dict(model, corpus)
     with atomic_file(output, "w") as fh:
         json.dump(data, fh)
