@@ -173,6 +173,15 @@ def test_gensim_export_of_ctm_says_its_correlations_are_not_carried(hdp_and_ctm,
     assert "not carried: the CTM topic correlations" in result.stderr
 
 
+def test_pyldavis_export_of_ctm_says_its_correlations_are_not_carried(fitted, hdp_and_ctm, tmp_path):
+    _, corpus, _ = fitted
+    _, ctm_path = hdp_and_ctm
+    result = run("export", ctm_path, "--format", "pyldavis", "--corpus", corpus.path, "-o", tmp_path / "vis.json",
+                 "--json")
+    assert any("correlations" in s for s in printed_json(result)["not_carried"])
+    assert "not carried: the CTM topic correlations" in result.stderr
+
+
 def test_an_export_to_a_missing_folder_names_the_folder(fitted, tmp_path):
     root, corpus, _ = fitted
     for args in (("-o", tmp_path / "nowhere" / "t.npy"),

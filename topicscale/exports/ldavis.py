@@ -135,9 +135,12 @@ def write_json(model, corpus, output):
     with atomic_file(output, "w") as fh:
         json.dump(data, fh)
     topics = exported_topics(model)
+    not_carried = left_out(model, topics)
+    if model.kind == "ctm":
+        not_carried.append("the CTM topic correlations (Sigma_0): LDAvis shows the topics' words and sizes")
     return {"format": "pyldavis", "output": output, "topics": len(topics), "topic_ids": topics.tolist(),
             "vocabulary": model.n_words, "corpus": str(corpus.path), "files": [output],
-            "not_carried": left_out(model, topics)}
+            "not_carried": not_carried}
 
 
 def pyldavis_data(model, corpus, R=R_TERMS, lambda_step=LAMBDA_STEP):
