@@ -3,6 +3,7 @@ back by LdaModel.load, pyLDAvis's prepared data against pyLDAvis.prepare on the 
 happens without the optional packages."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -172,6 +173,15 @@ def test_gensim_export_of_ctm_says_its_correlations_are_not_carried(hdp_and_ctm,
     assert "not carried: the CTM topic correlations" in result.stderr
 
 
+def test_pyldavis_export_of_ctm_says_its_correlations_are_not_carried(fitted, hdp_and_ctm, tmp_path):
+    _, corpus, _ = fitted
+    _, ctm_path = hdp_and_ctm
+    result = run("export", ctm_path, "--format", "pyldavis", "--corpus", corpus.path, "-o", tmp_path / "vis.json",
+                 "--json")
+    assert any("correlations" in s for s in printed_json(result)["not_carried"])
+    assert "not carried: the CTM topic correlations" in result.stderr
+
+
 def test_an_export_to_a_missing_folder_names_the_folder(fitted, tmp_path):
     root, corpus, _ = fitted
     for args in (("-o", tmp_path / "nowhere" / "t.npy"),
@@ -322,6 +332,30 @@ def test_bad_outputs_and_options_are_refused_with_exit_2(fitted, tmp_path):
                  "-o", tmp_path / "v.json", code=2)
     assert "vocabulary differs" in result.output and not (tmp_path / "v.json").exists()
     assert list(tmp_path.glob(".v.json*")) == []
+
+
+def test_no_output_replaces_a_file_of_a_model_or_a_corpus(fitted, tmp_path):
+    """export and infer refuse (exit 2, one line) to write over a model's or a corpus's own file."""
+    root, corpus, _ = fitted
+    model, data = tmp_path / "lda", tmp_path / "corpus"
+    shutil.copytree(root / "lda", model)
+    shutil.copytree(corpus.path, data)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    for args, what in (
+            (("export", model, "-o", data / "shard-00000.counts.npy"), f"corpus in {data}"),
+            (("export", model, "--format", "pyldavis", "--corpus", data, "-o", data / "manifest.json"),
+             f"corpus in {data}"),
+            (("export", model, "--format", "pyldavis", "--corpus", data, "-o", model / "coherence.json"),
+             f"model in {model}"),
+            (("infer", model, data, "-o", data / "shard-00000.indptr.npy"), f"corpus in {data}")):
+        result = run(*args, code=2)
+        assert result.output.strip().splitlines()[-1] == (f"topicscale: error: {args[-1]} is a file of the "
+                                                          f"topicscale {what}; write to another file (nothing "
+                                                          "was changed)")
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    run("export", model, "-o", data / "topics.npy")            # beside them is fine
+    run("infer", model, data, "-o", model / "theta.npy")
+    assert (data / "topics.vocab.txt").exists() and (model / "theta.ids.txt").exists()
 
 
 def without(module, *argv):

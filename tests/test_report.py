@@ -1,13 +1,17 @@
 """`topicscale report` and `fit --report`: each panel's numbers come from the model folder, the
 page is one self-contained file (no src or href leaves it), topic words are escaped, and
 without matplotlib the command says how to install it."""
+import base64
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import warnings
 from html.parser import HTMLParser
+from xml.etree import ElementTree
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +22,10 @@ from synthetic import lda_documents, planted_topics
 from topicscale import report
 from topicscale.coherence import evaluate_coherence
 from topicscale.corpus.shards import Corpus, CorpusWriter
+from topicscale.errors import TopicscaleError
 from topicscale.evaluate import evaluate_model
 from topicscale.models import load_model, store
+from topicscale.models.lda import LDAModel
 
 pytest.importorskip("matplotlib")
 
@@ -85,6 +91,27 @@ class Page(HTMLParser):
 
     def handle_data(self, data):
         self.text.append(data)
+
+
+def chart_texts(page):
+    """Every text drawn in the page's SVG charts."""
+    uris = re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', Path(page).read_text())
+    return [el.text for uri in uris for el in ElementTree.fromstring(base64.b64decode(uri)).iter()
+            if el.tag.endswith("}text") and el.text]
+
+
+def made_model(folder, top_words, n_topics=4, n_words=40):
+    """An LDA model (no training corpus) whose topic k has top_words[k] as its top words, in order."""
+    rng = np.random.default_rng(1)
+    vocab = [w for words in top_words for w in words]
+    vocab += [f"w{i}" for i in range(n_words - len(vocab))]
+    lam = rng.uniform(0.01, 0.1, size=(len(vocab), n_topics))
+    start = 0
+    for k, words in enumerate(top_words):
+        lam[start:start + len(words), k] = 100.0 - np.arange(len(words))
+        start += len(words)
+    LDAModel(lam=lam, alpha=np.full(n_topics, 0.1), eta=0.01, vocab=vocab).save(folder)
+    return folder
 
 
 def leaving_links(text):
@@ -204,6 +231,30 @@ def test_a_partial_model_says_so_and_how_to_continue(corpora, tmp_path, monkeypa
     assert "partial" not in dict(report.describe(tmp_path / "m", load_model(tmp_path / "m")))
 
 
+def test_a_partial_model_draws_the_curve_its_stopped_run_recorded(corpora, tmp_path, monkeypatch):
+    """A stopped run's evaluations are in its log (.run.jsonl), not in metrics.jsonl: the curve
+    has them up to the model's step, not a line past it nor a line cut short by a kill."""
+    from clirun import run_stopped
+    _, train, heldout = corpora
+    out = tmp_path / "m"
+    run_stopped(monkeypatch, 8, "fit", train, "-k", "4", *FIT, "--passes", "2", "--heldout", heldout,
+                "--eval-every", "2", "-o", out)
+    assert not (out / "metrics.jsonl").exists()
+    evals = [json.loads(line) for line in (out / ".run.jsonl").read_text().splitlines() if '"eval"' in line]
+    later = dict(evals[-1], step=load_model(out).step + 1, per_word_ll=0.0)
+    with open(out / ".run.jsonl", "a") as fh:
+        fh.write(json.dumps(later) + '\n{"event": "ev')
+    data = report.gather(out)
+    assert len(evals) >= 3 and data.partial and data.curve_note == "" and data.final_eval == evals[-1]
+    assert data.curve == [{"docs": e["docs"], "seconds": e["train_seconds"], "per_word_ll": e["per_word_ll"]}
+                          for e in evals]
+    run("report", out, "-o", tmp_path / "r.html")
+    text = (tmp_path / "r.html").read_text()
+    assert "An unfinished LDA topic model" in text and "held-out per-word log likelihood against" in text
+    assert f"<code>topicscale fit --resume {out}</code> continues it" in text
+    assert "At the last evaluation before training was stopped" in text
+
+
 def test_report_heldout_scores_by_evals_default_protocol(lda, corpora, tmp_path):
     _, _, heldout = corpora
     data = report.gather(lda, heldout=heldout)
@@ -246,6 +297,33 @@ def test_hdp_and_ctm_panels_only_for_those_models(lda, models, tmp_path):
             assert [r for _, _, r in data.correlations] == [r for r, _, _ in positive]
 
 
+def drawn_circles(ax):
+    """(x0, y0, x1, y1) on the canvas of each circle on a map: a patch, or a scatter marker."""
+    boxes = [tuple(p.get_window_extent().extents) for p in ax.patches]
+    for c in ax.collections:
+        centres = ax.transData.transform(c.get_offsets())
+        radii = np.broadcast_to(np.sqrt(c.get_sizes()) / 2 * ax.figure.dpi / 72, len(centres))
+        boxes += [(x - r, y - r, x + r, y + r) for (x, y), r in zip(centres, radii)]
+    return boxes
+
+
+def test_the_map_shows_every_circle_whole():
+    """200 topics, the largest at the top of the map (where its circle was sliced flat)."""
+    from topicscale.report_plots import map_figure
+    rng = np.random.default_rng(3)
+    coordinates = rng.uniform(-0.5, 0.5, size=(200, 2)) * [0.47, 0.46]
+    coordinates[0] = [0.0, coordinates[:, 1].max()]
+    weights = rng.dirichlet(np.ones(200))
+    weights[0] = 4 * weights.max()
+    fig = map_figure([{"topic": k, "weight": w} for k, w in enumerate(weights / weights.sum())], coordinates)
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    x0, y0, x1, y1 = ax.get_window_extent().extents
+    circles = drawn_circles(ax)
+    assert len(circles) == 200
+    assert all(x0 <= a and b <= x1 and y0 <= c and d <= y1 for a, c, b, d in circles)
+
+
 def test_fewer_than_three_topics_get_no_map_and_a_reason(corpora, tmp_path):
     _, train, _ = corpora
     run("fit", train, "-k", "2", *FIT, "-o", tmp_path / "m")
@@ -265,6 +343,30 @@ def test_the_page_is_self_contained_and_escapes_the_words(lda, models, tmp_path)
         images = [v for tag, name, v in page.attrs if tag == "img" and name == "src"]
         assert len(images) >= 2 and all(v.startswith("data:image/svg+xml;base64,") for v in images)
         assert "http://" not in text and "https://" not in text
+
+
+def test_words_with_dollar_signs_are_drawn_as_they_are(tmp_path):
+    """Words are not mathtext: `$5 $10` is no formula, and `$\\frac{1` no error."""
+    model = made_model(tmp_path / "m", [["$\\frac{1", "$5", "$10"], ["$x$", "y"]])
+    run("report", model, "-o", tmp_path / "r.html")
+    texts = chart_texts(tmp_path / "r.html")
+    assert "0: $\\frac{1 $5 $10" in texts and any(t.startswith("1: $x$ y ") for t in texts)
+
+
+def test_long_words_are_cut_short_in_the_charts_not_in_the_table(tmp_path):
+    """A URL of 170 characters as a top word: chart labels end in an ellipsis, so matplotlib
+    keeps room for the bars (it warned that the axes collapsed); the table has the whole word."""
+    url = "https://example.org/" + "a" * 150
+    model = made_model(tmp_path / "m", [[url, "b"], ["c", url + "x"], ["d"]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run("report", model, "-o", tmp_path / "r.html")
+    assert [str(w.message) for w in caught] == []
+    labels = [t for t in chart_texts(tmp_path / "r.html") if re.match(r"\d: ", t)]
+    assert f"0: {url}"[:39] + "\u2026" in labels and f"1: c {url}"[:39] + "\u2026" in labels
+    assert max(map(len, labels)) == 40
+    words = " ".join(Page((tmp_path / "r.html").read_text()).text).split()
+    assert url in words and url + "x" in words
 
 
 def test_the_link_check_finds_links_that_leave(tmp_path):
@@ -314,6 +416,11 @@ def test_bad_output_is_refused_before_any_work(lda, tmp_path):
     assert r.exit_code == 2 and "does not exist" in r.output
     r = run("report", lda, "-o", tmp_path, ok=False)
     assert r.exit_code == 2
+    r = run("report", lda, "-o", tmp_path / "page", ok=False)
+    assert r.exit_code == 2 and "-o: the report must end in .html" in r.output
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(TopicscaleError, match=f"is a file of the topicscale model in {lda}"):
+        report.write_report(lda, lda / "model.npz")
 
 
 # ------------------------------------------------------------------------------ fit --report
@@ -340,6 +447,9 @@ def test_fit_report_to_a_missing_folder_is_refused_before_training(corpora, tmp_
     _, train, _ = corpora
     r = run("fit", train, "-k", "4", *FIT, "--report", tmp_path / "no" / "r.html", "-o", tmp_path / "m", ok=False)
     assert r.exit_code == 2 and "does not exist" in r.output and not (tmp_path / "m").exists()
+    r = run("fit", train, "-k", "4", *FIT, "--report", tmp_path / "r.htm", "-o", tmp_path / "m", ok=False)
+    assert r.exit_code == 2 and "--report: the report must end in .html" in r.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_resumed_run_writes_the_report(corpora, tmp_path):

@@ -9,6 +9,7 @@ set apart, and the profile turns spell-check dictionaries off; any other request
 A control page that fetches an image shows that the proxy sees requests, and a blank page that
 the screenshot checks can fail."""
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -21,6 +22,7 @@ from click.testing import CliRunner
 
 from synthetic import lda_documents, planted_topics, write_corpus
 from topicscale.cli import cli
+from topicscale.models.lda import LDAModel
 
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
@@ -77,28 +79,47 @@ class LoggingProxy:
         self.sock.close()
 
 
-def screenshot(page, tmp_path, name="shot"):
-    """Render `page` in headless Chromium through a logging proxy: (RGB array, the requests
-    seen besides Chromium's own services)."""
+def chromium(page, tmp_path, name, *args):
+    """Open `page` in headless Chromium with `args`, through a logging proxy: (the finished
+    process, the requests seen besides Chromium's own services)."""
     exe = browser()
     profile = tmp_path / f"{name}-profile"
     (profile / "Default").mkdir(parents=True)
     (profile / "Default" / "Preferences").write_text(json.dumps(
         {"browser": {"enable_spellchecking": False}, "spellcheck": {"dictionaries": []}}))
-    png = tmp_path / f"{name}.png"
     proxy = LoggingProxy()
     try:
         proc = subprocess.run([exe, *QUIET, f"--user-data-dir={profile}",
                                f"--proxy-server=http://127.0.0.1:{proxy.port}", "--proxy-bypass-list=<-loopback>",
                                f"--window-size={WINDOW[0]},{WINDOW[1]}", "--virtual-time-budget=3000",
-                               f"--screenshot={png}", Path(page).resolve().as_uri()],
+                               *args, Path(page).resolve().as_uri()],
                               capture_output=True, text=True, timeout=120)
     finally:
         proxy.close()
+    return proc, [r for r in proxy.requests if SERVICE_HOST not in r]
+
+
+def screenshot(page, tmp_path, name="shot"):
+    """Render `page`: (RGB array, the requests seen besides Chromium's own services)."""
+    png = tmp_path / f"{name}.png"
+    proc, requests = chromium(page, tmp_path, name, f"--screenshot={png}")
     assert png.exists(), f"Chromium wrote no screenshot (exit {proc.returncode}): {proc.stderr[-2000:]}"
     with Image.open(png) as im:
         rgb = np.asarray(im.convert("RGB"))
-    return rgb, [r for r in proxy.requests if SERVICE_HOST not in r]
+    return rgb, requests
+
+
+def page_widths(page, tmp_path, name="widths"):
+    """(the page's scrollWidth, the window's innerWidth) once loaded, measured by a script
+    added to a copy of the page (the report itself has none)."""
+    measured = tmp_path / f"{name}.html"
+    script = ('<script>addEventListener("load", () => { document.body.dataset.widths = '
+              '`${document.documentElement.scrollWidth} ${innerWidth}`; });</script>')
+    measured.write_text(Path(page).read_text().replace("</body>", script + "</body>"))
+    proc, _ = chromium(measured, tmp_path, name, "--dump-dom")
+    found = re.search(r'data-widths="(\d+) (\d+)"', proc.stdout)
+    assert found, f"Chromium measured nothing (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    return int(found[1]), int(found[2])
 
 
 def looks_drawn(rgb):
@@ -143,3 +164,20 @@ def test_controls_a_blank_page_and_a_page_that_fetches(tmp_path):
     fetching.write_text('<!DOCTYPE html><html><body><img src="https://report.invalid/plot.png"></body></html>')
     _, requests = screenshot(fetching, tmp_path, "fetching")
     assert any("report.invalid" in line for line in requests), requests
+
+
+def test_a_page_of_many_topics_fits_the_window_width(tmp_path):
+    """150 topics that all repeat one another, one of them topped by a 170-character URL: the
+    lists of repeated topics and the long word wrap within the table."""
+    rng = np.random.default_rng(4)
+    n_words, n_topics = 300, 150
+    vocab = ["https://example.org/" + "a" * 150] + [f"w{i}" for i in range(1, n_words)]
+    lam = np.outer(np.linspace(50, 1, n_words), np.ones(n_topics)) * rng.uniform(0.999, 1.001, (n_words, n_topics))
+    LDAModel(lam=lam, alpha=np.full(n_topics, 0.1), eta=0.01, vocab=vocab).save(tmp_path / "m")
+    r = CliRunner().invoke(cli, ["report", str(tmp_path / "m"), "-o", str(tmp_path / "r.html")],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    text = (tmp_path / "r.html").read_text()
+    assert text.count("(repeats 0 1 2 3") >= 100 and vocab[0] in text
+    scroll_width, window_width = page_widths(tmp_path / "r.html", tmp_path)
+    assert 0 < scroll_width <= window_width == WINDOW[0]

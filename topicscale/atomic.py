@@ -49,6 +49,32 @@ def check_parent(path, made=False):
         raise TopicscaleError(f"{path}: the folder {path.parent.resolve()} does not exist")
 
 
+def check_not_owned(*paths):
+    """TopicscaleError if a path is one of the files of a topicscale model folder (its model.npz,
+    metrics, coherence scores, checkpoint, run log, lock; a classifier's file) or of a corpus
+    folder (manifest, shards, vocabulary, ids), which a report, an export or a table must not
+    replace."""
+    from .classify.model import FILENAME as CLASSIFIER_FILE
+    from .corpus.shards import CORPUS_FILE, is_corpus_folder
+    from .guards import LOCK_FILE
+    from .models import store
+    from .runs import CHECKPOINT_FILE, RUN_LOG
+    model_files = {store.MODEL_FILE, store.METRICS_FILE, store.SCORES_FILE, CHECKPOINT_FILE, RUN_LOG,
+                   LOCK_FILE, CLASSIFIER_FILE}
+    markers = (store.MODEL_FILE, CHECKPOINT_FILE, CLASSIFIER_FILE)
+    for path in paths:
+        target = Path(path).resolve()
+        folder = target.parent
+        if target.name in model_files and any((folder / m).is_file() for m in markers):
+            what = "model"
+        elif CORPUS_FILE.fullmatch(target.name) and is_corpus_folder(folder):
+            what = "corpus"
+        else:
+            continue
+        raise TopicscaleError(f"{path} is a file of the topicscale {what} in {folder}; write to another "
+                              "file (nothing was changed)")
+
+
 @contextlib.contextmanager
 def atomic_file(path, mode="wb"):
     """Yield a file object; on success it replaces `path` atomically, on error it vanishes."""

@@ -9,7 +9,7 @@ from . import registry
 from .corpus.shards import Corpus, is_url, open_corpus
 from .errors import TopicscaleError
 from .models import load_model
-from .tables import table_format, table_writer
+from .tables import table_files, table_writer
 
 
 def infer_proportions(model_path, inputs, output, fmt=None, progress=False, executor=None,
@@ -23,8 +23,9 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False, exec
     step's proportions for no words (the prior's), as LDA.transform gives an empty row.
     fields: JSON lines INPUTS' text_field and id_field (None: prepare's default); refused with
     other inputs."""
+    from .atomic import check_not_owned
     from .corpus.readers import inputs_format
-    table_format(output)
+    check_not_owned(*table_files(output))
     model = load_model(model_path)
     fields = {k: v for k, v in (fields or {}).items() if v is not None}
     corpus = len(inputs) == 1 and (is_url(inputs[0]) or (Path(inputs[0]) / "manifest.json").is_file())

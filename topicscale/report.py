@@ -1,13 +1,13 @@
 """`topicscale report`: what a person looks at in a model, gathered from its folder.
 
 `gather` collects plain numbers (numpy only): the held-out curve from MODEL/metrics.jsonl
-(written by `fit --heldout`), optionally a fresh held-out score by eval's default protocol,
-the topics' sizes and top words with their coherence, an intertopic distance map (principal
-coordinates of the Jensen-Shannon distances between the topics, topic_map.py), and per model:
-the strongest positive topic correlations of a CTM (from Sigma_0) and the stick weights of an
-HDP (the topics carrying 99% of the weight). Each part that cannot be had says why in a
-sentence instead. `write_report` draws the plots (report_plots.py, matplotlib) and writes one
-self-contained HTML page (report_html.py).
+(written by `fit --heldout`; for a partial model, also from the log of the run that was stopped),
+optionally a fresh held-out score by eval's default protocol, the topics' sizes and top words
+with their coherence, an intertopic distance map (principal coordinates of the Jensen-Shannon
+distances between the topics, topic_map.py), and per model: the strongest positive topic
+correlations of a CTM (from Sigma_0) and the stick weights of an HDP (the topics carrying 99% of
+the weight). Each part that cannot be had says why in a sentence instead. `write_report` draws
+the plots (report_plots.py, matplotlib) and writes one self-contained HTML page (report_html.py).
 """
 import json
 import os
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import check_parent
+from .atomic import check_not_owned, check_parent
 from .errors import InputError, TopicscaleError
 
 COHERENCE_MEASURE = "c_npmi"       # computed when none is saved (DESIGN: NPMI, as gensim computes it)
@@ -41,45 +41,70 @@ class ReportData:
     map_note: str = ""
     correlations: list = None            # CTM: [(i, j, r)], strongest positive first
     sticks: dict = None                  # HDP: {weights (descending), topics (their ids), n95, n99}
+    partial: bool = False                # training was stopped (fit --resume continues it)
 
 
 # ------------------------------------------------------------------------------ the curve
-def heldout_curve(model_path):
-    """(points, note): the held-out evaluations in MODEL/metrics.jsonl as {docs, seconds,
-    per_word_ll}, in order. A folder trained again with `--init` holds several runs; their
-    documents and training seconds are counted on from the runs before (each run's summary line
-    closes it); a run that started over (fit --start auto) shows the points of its second start
-    only, its documents and seconds counted on from the first's. note says why there is no curve
-    (no evaluation, or only one)."""
+def run_records(model_path, partial_step=None):
+    """The records of MODEL/metrics.jsonl in order, then, for a partial model (partial_step: its
+    step), those of its stopped run's log (fit's .run.jsonl) up to the last at that step."""
+    from .runs import RUN_LOG
+    records = []
     path = Path(model_path) / "metrics.jsonl"
-    if not path.is_file():
+    if path.is_file():
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                try:
+                    records.append(json.loads(line))
+                except ValueError:
+                    raise InputError(path, number, "not a JSON line") from None
+    log = Path(model_path) / RUN_LOG
+    if partial_step is not None and log.is_file():
+        run = []
+        with open(log, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    run.append(json.loads(line))
+                except ValueError:              # a line cut short by a kill: the log ends there
+                    break
+        at_step = [i for i, r in enumerate(run) if r.get("step") == partial_step]
+        records += run[:at_step[-1] + 1] if at_step else []
+    return records
+
+
+def heldout_curve(model_path, partial_step=None):
+    """(points, note): the held-out evaluations of run_records as {docs, seconds, per_word_ll},
+    in order. A folder trained again with `--init` holds several runs; their documents and training
+    seconds are counted on from the runs before (each run's summary line closes it); a run that
+    started over (fit --start auto) shows the points of its second start only, its documents and
+    seconds counted on from the first's. note says why there is no curve (no evaluation, or only one)."""
+    path = Path(model_path) / "metrics.jsonl"
+    if partial_step is None and not path.is_file():
         return [], f"There is no held-out curve: {path} does not exist."
     points, docs0, seconds0, first_docs, run_start = [], 0, 0.0, 0, 0
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                raise InputError(path, number, "not a JSON line") from None
-            event = record.get("event")
-            if event == "eval":
-                points.append({"docs": docs0 + first_docs + record["docs"],
-                               "seconds": seconds0 + record["train_seconds"], "per_word_ll": record["per_word_ll"]})
-            elif event == "start_over":         # fit --start auto dropped this run's model and went on
-                del points[run_start:]
-                first_docs = record["docs"]     # (its seconds go on in the next run's records)
-            elif event == "summary":
-                docs0 += record["docs"]
-                seconds0 += record["train_seconds"]
-                first_docs, run_start = 0, len(points)
-    if not points:
-        return [], ("There is no held-out curve: the model was fitted without --heldout, so "
-                    f"{path.name} holds no held-out evaluation (`topicscale fit CORPUS --heldout "
-                    "HELDOUT --eval-every N` records one every N minibatches).")
-    if len(points) == 1:
+    for record in run_records(model_path, partial_step):
+        event = record.get("event")
+        if event == "eval":
+            points.append({"docs": docs0 + first_docs + record["docs"],
+                           "seconds": seconds0 + record["train_seconds"], "per_word_ll": record["per_word_ll"]})
+        elif event == "start_over":         # fit --start auto dropped this run's model and went on
+            del points[run_start:]
+            first_docs = record["docs"]     # (its seconds go on in the next run's records)
+        elif event == "summary":
+            docs0 += record["docs"]
+            seconds0 += record["train_seconds"]
+            first_docs, run_start = 0, len(points)
+    if len(points) >= 2:
+        return points, ""
+    how = "(`topicscale fit CORPUS --heldout HELDOUT --eval-every N` records one every N minibatches)"
+    if partial_step is not None:
+        recorded = "one held-out evaluation" if points else "no held-out evaluation"
+        return points, f"There is no held-out curve: the stopped run recorded {recorded} {how}."
+    if points:
         return points, ("There is no held-out curve: one held-out evaluation, at the end of training "
                         "(`--eval-every N` records one every N minibatches).")
-    return points, ""
+    return [], ("There is no held-out curve: the model was fitted without --heldout, so "
+                f"{path.name} holds no held-out evaluation {how}.")
 
 
 # ------------------------------------------------------------------------------ coherence
@@ -163,11 +188,13 @@ def gather(model_path, heldout=None, top_n=10):
     topics = [{"topic": k, "weight": float(weights[k]), "words": [model.vocab[i] for i in ids],
                "coherence": scores.get(k, {}), "repeats": repeats[k]}
               for k, (ids, _) in zip(shown, top_words(model.lam, top_n, shown))]
-    curve, curve_note = heldout_curve(model_path)
+    partial_step = model.step if model.settings.get("partial") else None
+    curve, curve_note = heldout_curve(model_path, partial_step)
     data = ReportData(model_path=str(model_path), kind=model.kind, facts=describe(model_path, model),
                       topics=topics, weights=weights, coherence_measures=measures,
-                      coherence_note=coherence_note, curve=curve, curve_note=curve_note)
-    data.final_eval = _last_eval(model_path) if curve else None
+                      coherence_note=coherence_note, curve=curve, curve_note=curve_note,
+                      partial=partial_step is not None)
+    data.final_eval = _last_eval(model_path, partial_step) if curve else None
     if heldout is not None:
         from .corpus.shards import Corpus
         from .evaluate import describe_protocol, evaluate_model
@@ -187,25 +214,22 @@ def gather(model_path, heldout=None, top_n=10):
     return data
 
 
-def _last_eval(model_path):
-    last = None
-    with open(Path(model_path) / "metrics.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            record = json.loads(line)
-            if record.get("event") == "eval":
-                last = record
-    return last
+def _last_eval(model_path, partial_step=None):
+    evals = [r for r in run_records(model_path, partial_step) if r.get("event") == "eval"]
+    return evals[-1] if evals else None
 
 
 def check_output(output):
     """Refuse (TopicscaleError), before any work is done: no matplotlib (saying how to install
-    it), or an output path that is a folder or whose folder does not exist."""
+    it), an output path that is a folder or whose folder does not exist, or a file of a model or
+    corpus folder."""
     from .report_plots import require_matplotlib
     require_matplotlib()
     out = Path(output)
     if out.is_dir() or str(output).endswith(("/", os.sep)):
         raise TopicscaleError(f"{output} names a folder; give the report's file name (e.g. report.html)")
     check_parent(out)
+    check_not_owned(out)
 
 
 def write_report(model_path, output, heldout=None, top_n=10):

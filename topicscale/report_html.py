@@ -9,7 +9,8 @@ from . import __version__
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; margin: 0;
        background: #fafafa; }
-main { max-width: 1100px; margin: 0 auto; padding: 24px 28px 48px; background: #fff; }
+main { max-width: 1100px; margin: 0 auto; padding: 24px 28px 48px; background: #fff;
+       overflow-wrap: anywhere; }
 .row { display: flex; flex-wrap: wrap; gap: 0 32px; } .row > section { flex: 1 1 420px; min-width: 0; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px;
      border-bottom: 1px solid #ddd; padding-bottom: 4px; }
@@ -19,7 +20,7 @@ table { border-collapse: collapse; } td, th { padding: 3px 10px 3px 0; text-alig
 table.facts td:nth-child(odd) { color: #555; } table.facts td:nth-child(2) { padding-right: 40px; }
 table.topics td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.topics tr:nth-child(even) { background: #f4f6f9; }
-.repeats { color: #9a3b00; white-space: nowrap; }
+.repeats { color: #9a3b00; }
 img { max-width: 100%; height: auto; display: block; margin: 6px 0; }
 .note { color: #7a4b00; background: #fff6e0; padding: 6px 10px; border-left: 3px solid #e0a400; }
 .score { font-size: 15px; }
@@ -59,7 +60,8 @@ def _heldout(data, figures):
                      "documents seen"), _note(data.curve_note)]
     if data.final_eval:
         e = data.final_eval
-        parts.append(f'<p class="score">At the end of training: held-out per-word log likelihood '
+        when = "At the last evaluation before training was stopped" if data.partial else "At the end of training"
+        parts.append(f'<p class="score">{when}: held-out per-word log likelihood '
                      f'<b>{_number(e["per_word_ll"])}</b> (perplexity {_number(e["perplexity"], 1)}, '
                      f'{_e(e["documents"])} documents; protocol {_e(e.get("protocol", "common"))}).</p>')
     if data.heldout:
@@ -97,8 +99,11 @@ def page(data, figures):
     """The report of `data` (report.ReportData) with `figures` ({name: data URI}) as HTML."""
     sections = [
         f"<h1>{_e(data.model_path)}</h1>",
-        f'<p class="sub">{"A" if data.kind == "ctm" else "An"} {_e(data.kind.upper())} topic model with '
-        f"{len(data.weights)} topics; the report was written by topicscale {_e(__version__)}.</p>",
+        f'<p class="sub">{"An unfinished" if data.partial else "A" if data.kind == "ctm" else "An"} '
+        f"{_e(data.kind.upper())} topic model with {len(data.weights)} topics; the report was written by "
+        f"topicscale {_e(__version__)}.</p>",
+        _note(f"Training was stopped before it finished: `topicscale fit --resume {data.model_path}` "
+              "continues it." if data.partial else ""),
         _facts(data),
         _heldout(data, figures),
         '<div class="row"><section>', "<h2>Topic sizes</h2>",

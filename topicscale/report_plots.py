@@ -13,11 +13,13 @@ import numpy as np
 from .errors import TopicscaleError
 
 INSTALL = "pip install topicscale[report]"
-STYLE = {"svg.hashsalt": "topicscale-report", "svg.fonttype": "none", "font.size": 9,
+STYLE = {"svg.hashsalt": "topicscale-report", "svg.fonttype": "none", "text.parse_math": False, "font.size": 9,
          "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3}
 COLOUR = "#3b6ea8"
 ACCENT = "#d1495b"
 LABEL_WORDS = 3                    # top words in a topic's label
+MAP_RADIUS = 0.08                  # the largest circle's radius, a share of the map's width or height
+LABEL_CHARS = 40                   # a longer label is cut, ending in an ellipsis
 
 
 def require_matplotlib():
@@ -42,7 +44,9 @@ def _figure(width, height):
 
 
 def label(topic, words, n=LABEL_WORDS):
-    return f"{topic}: " + " ".join(words[:n])
+    """A topic's number and top words, at most LABEL_CHARS characters."""
+    text = f"{topic}: " + " ".join(words[:n])
+    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "\u2026"
 
 
 # ------------------------------------------------------------------------------ the figures
@@ -76,19 +80,24 @@ def sizes_figure(topics):
 
 
 def map_figure(topics, coordinates):
-    """Topics as circles at their principal coordinates (Jensen-Shannon distances), area by size."""
+    """Topics as circles at their principal coordinates (Jensen-Shannon distances), area by size.
+    The radii are in the map's units, so the axes' limits take in every circle whole."""
+    from matplotlib import colormaps
+    from matplotlib.colors import Normalize
+    from matplotlib.patches import Circle
     fig = _figure(6.0, 5.0)
     ax = fig.subplots()
     weights = np.array([t["weight"] for t in topics])
-    area = 1400 * weights / max(weights.max(), 1e-12) + 20
-    ax.scatter(coordinates[:, 0], coordinates[:, 1], s=area, c=weights, cmap="viridis", alpha=0.55,
-               edgecolors="#333333", linewidths=0.6)
-    for t, (x, y) in zip(topics, coordinates):
+    spread = float(np.ptp(coordinates, axis=0).max()) or 1.0
+    radii = MAP_RADIUS * spread * np.sqrt((70 * weights / max(weights.max(), 1e-12) + 1) / 71)
+    colours = colormaps["viridis"](Normalize()(weights))
+    for t, (x, y), r, colour in zip(topics, coordinates, radii, colours):
+        ax.add_patch(Circle((x, y), r, facecolor=colour, alpha=0.55, edgecolor="#333333", linewidth=0.6))
         ax.annotate(str(t["topic"]), (x, y), ha="center", va="center", fontsize=8)
     ax.set_xlabel("PC1")
     ax.set_ylabel("PC2")
     ax.set_aspect("equal", adjustable="datalim")
-    ax.margins(0.12)
+    ax.autoscale_view()
     return fig
 
 

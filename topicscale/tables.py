@@ -47,6 +47,15 @@ def require_pyarrow():
     return pyarrow
 
 
+def table_files(path):
+    """The files a table written to `path` makes: FILE, and FILE.ids.txt beside a .npy (none for
+    standard output)."""
+    path = str(path)
+    if path == STDOUT:
+        return []
+    return [path, path[:-4] + ".ids.txt"] if table_format(path) == ".npy" else [path]
+
+
 @contextlib.contextmanager
 def table_writer(path, columns, n_rows, json_key=None):
     """Yield write(ids, block): append rows (ids: D strings, block: D x len(columns) numbers).
@@ -79,7 +88,7 @@ def table_writer(path, columns, n_rows, json_key=None):
         yield counted(write)
         _check_count(path, written, n_rows)
     elif suffix == ".npy":
-        with atomic_file(path) as fh, atomic_file(path[:-4] + ".ids.txt", "w") as id_fh:
+        with atomic_file(path) as fh, atomic_file(table_files(path)[1], "w") as id_fh:
             np.lib.format.write_array_header_2_0(
                 fh, {"descr": "<f8", "fortran_order": False, "shape": (n_rows, len(columns))})
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..atomic import atomic_file
+from ..atomic import atomic_file, check_not_owned
 from ..topic_map import intertopic_coordinates
 from . import exported_topics, left_out, require
 
@@ -134,13 +134,17 @@ def model_prepared_dict(model, corpus, R=R_TERMS, lambda_step=LAMBDA_STEP):
 
 def write_json(model, corpus, output):
     """OUT.json as pyLDAvis.save_json writes it; returns the summary `export --json` prints."""
+    check_not_owned(output)
     data = model_prepared_dict(model, corpus)
     with atomic_file(output, "w") as fh:
         json.dump(data, fh)
     topics = exported_topics(model)
+    not_carried = left_out(model, topics)
+    if model.kind == "ctm":
+        not_carried.append("the CTM topic correlations (Sigma_0): LDAvis shows the topics' words and sizes")
     return {"format": "pyldavis", "output": output, "topics": len(topics), "topic_ids": topics.tolist(),
             "vocabulary": model.n_words, "corpus": str(corpus.path), "files": [output],
-            "not_carried": left_out(model, topics)}
+            "not_carried": not_carried}
 
 
 def pyldavis_data(model, corpus, R=R_TERMS, lambda_step=LAMBDA_STEP):

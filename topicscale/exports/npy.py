@@ -3,14 +3,16 @@ the topics), OUT.vocab.txt the vocabulary in column order, OUT.weights.tsv each 
 and corpus weight."""
 import numpy as np
 
-from ..atomic import atomic_file
+from ..atomic import atomic_file, check_not_owned
 
 
 def write_npy(model, output):
     """Write the three files; returns the summary `export --json` prints."""
+    base = output[:-4]
+    files = [output, base + ".vocab.txt", base + ".weights.tsv"]
+    check_not_owned(*files)
     order = np.asarray(model.display_order(True), dtype=np.int64)
     weights = model.topic_weights()
-    base = output[:-4]
     with atomic_file(output) as fh:
         np.save(fh, np.ascontiguousarray(model.expected_beta()[:, order].T))
     with atomic_file(base + ".vocab.txt", "w") as fh:
@@ -19,4 +21,4 @@ def write_npy(model, output):
         fh.write("topic\tweight\n")
         fh.writelines(f"{k}\t{weights[k]:.6g}\n" for k in order)
     return {"format": "npy", "output": output, "topics": len(order), "vocabulary": model.n_words,
-            "files": [output, base + ".vocab.txt", base + ".weights.tsv"], "not_carried": []}
+            "files": files, "not_carried": []}
