@@ -1,6 +1,11 @@
 """topicscale: stochastic topic models for corpora larger than memory."""
 
+import os as _os
+
+from .openmp import choose_wait_policy as _choose_wait_policy
+
 __version__ = "0.1.0"
+_choose_wait_policy(_os.environ)
 
 # imported on first use, so that `import topicscale` imports neither numba nor the extras:
 # the scikit-learn estimators (topicscale/estimator.py) and pyldavis_data (exports/ldavis.py)
