@@ -200,7 +200,9 @@ def test_config_preset_and_flags_override(sotu, tmp_path):
     r = run("fit", root / "corpus", "--config", cfg, "-o", tmp_path / "x", ok=False)
     assert r.exit_code == 2 and "unknown setting 'topicz'" in r.output
     for text, message in (('topics = "ten"\n', "topics: 'ten' is not a valid integer"),
-                          ("kappa = 2.0\n", "kappa: 2.0 is not in the range")):
+                          ("kappa = 2.0\n", "kappa: 2.0 is not in the range"),
+                          ("topics = 10.7\n", "topics: '10.7' is not a valid integer"),   # not cut to 10
+                          ("batch-size = true\n", "batch-size: 'true' is not a valid integer")):
         cfg.write_text(text)            # a bad value names the file and its setting, not a flag
         assert_user_error(run("fit", root / "corpus", "--config", cfg, "-o", tmp_path / "x", ok=False),
                           f"{cfg}: {message}")

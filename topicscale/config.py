@@ -40,9 +40,16 @@ def load_defaults(spec, command, ctx=None):
         if isinstance(param.type, click.Path) and isinstance(value, str):
             value = str(path.parent / Path(value).expanduser())     # an absolute path stays itself
         if not param.multiple and param.nargs == 1:
-            try:
-                param.type.convert(value, param, ctx)
+            try:    # checked as the command line's text: click would take 10.7 or true as a count
+                param.type.convert(_as_typed(value), param, ctx)
             except click.BadParameter as exc:
                 raise TopicscaleError(f"{path}: {key}: {exc.message}") from None
         defaults[param.name] = value
     return defaults
+
+
+def _as_typed(value):
+    """A TOML value as it would be typed on the command line."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else str(value)
