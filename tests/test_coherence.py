@@ -239,6 +239,22 @@ def test_eval_coherence_json_and_saved_file(hand_model, reference):
                                     for name in ("c_npmi", "u_mass", "c_v")}
 
 
+def test_eval_coherence_prints_its_scores_when_the_model_folder_is_read_only(hand_model, reference, monkeypatch):
+    """A model folder it cannot write in (as root, a chmod does not stop the test's writes, so the
+    save fails as atomic_file fails there): the scores are printed, the failure is a warning."""
+    from topicscale.errors import TopicscaleError
+    model, tops = hand_model
+
+    def refuse(folder, *args):
+        raise TopicscaleError(f"{folder}/coherence.json: cannot write in {folder} (Permission denied)")
+    monkeypatch.setattr(coh, "save_result", refuse)
+    r = run("eval", model, "--coherence", "u_mass", "--top-n", "3", "--json")
+    assert json.loads(r.stdout)["coherence"]["u_mass"]["per_topic"] == pytest.approx(
+        coh.coherence(tops, reference, ["u_mass"])[0]["u_mass"], rel=1e-12)
+    assert "warning: not saved" in r.stderr and "Permission denied" in r.stderr
+    assert not (model / coh.SCORES_FILE).exists()
+
+
 def test_topics_reads_coherence_without_numba(hand_model):
     model, _ = hand_model
     run("eval", model, "--coherence", "c_v", "--top-n", "3")

@@ -641,7 +641,7 @@ def _unscored(left, n_docs):
 
 
 def _eval_coherence(model, reference, measures, top_n, window, as_json):
-    """`eval --coherence`: score, save MODEL/coherence.json, print."""
+    """`eval --coherence`: score, save MODEL/coherence.json (or warn that it cannot), print."""
     from . import coherence
     from .corpus.shards import Corpus
     from .models import load_model
@@ -657,7 +657,10 @@ def _eval_coherence(model, reference, measures, top_n, window, as_json):
             raise TopicscaleError(f"the training corpus {reference} recorded in {model} is gone: "
                                   "give the reference CORPUS")
     result = coherence.evaluate_coherence(m, Corpus(reference), names, top_n, window)
-    saved = coherence.save_result(model, m, result)
+    try:
+        saved = f"wrote {coherence.save_result(model, m, result)}"
+    except TopicscaleError as exc:             # a read-only model folder: the scores are still printed
+        saved = f"topicscale: warning: not saved ({exc}); `topics` and `report` will not show them"
     fmt = lambda v: "-" if v is None else f"{v:.4f}"
     counted = lambda w: f"windows of {w} tokens" if w else "documents"
     lines = [f"reference {result['reference']}: top {top_n} words of {len(result['topics'])} topics"]
@@ -669,7 +672,7 @@ def _eval_coherence(model, reference, measures, top_n, window, as_json):
     if result["absent_words"]:
         lines.append(f"not in the reference (dropped): {' '.join(result['absent_words'])}")
     _emit(as_json, result, lines)
-    click.echo(f"wrote {saved}", err=True)
+    click.echo(saved, err=True)
 
 
 # ------------------------------------------------------------------------------------- topics
