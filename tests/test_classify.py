@@ -3,6 +3,8 @@ delta and Jaakkola-Jordan, recovery of known coefficients, predictive integrals,
 hierarchical model, input files and the `classify` commands end to end."""
 import gzip
 import json
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -353,6 +355,18 @@ def test_cli_fit_and_predict_on_infer_output(pipeline, tmp_path):
     text = run("classify", "predict", tmp_path / "clf", root / "theta.tsv").output.splitlines()
     assert [l.split("\t")[0] for l in text] == ids
     assert [float(l.split("\t")[1]) for l in text] == p.tolist()        # every digit, as --json
+    # features on a pipe: `infer ... | classify predict CLF -`, and a named pipe (<(infer ...))
+    from click.testing import CliRunner
+    from topicscale.cli import cli
+    piped = CliRunner().invoke(cli, ["classify", "predict", str(tmp_path / "clf"), "-", "--json"],
+                               input=(root / "theta.tsv").read_text())
+    assert piped.exit_code == 0 and json.loads(piped.output) == pred
+    fifo = tmp_path / "theta.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text((root / "theta.tsv").read_text()))
+    writer.start()
+    assert json.loads(run("classify", "predict", tmp_path / "clf", fifo, "--json").output) == pred
+    writer.join()
     info = run("classify", "info", tmp_path / "clf").output
     assert "topic_0, topic_1, topic_2" in info and "['" not in info and "{'" not in info
     # an existing classifier is kept unless --force

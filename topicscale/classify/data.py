@@ -3,8 +3,8 @@
 FEATURES
     * what `topicscale infer` writes: FILE.tsv (a header line `id<TAB>topic_0<TAB>...`, then one
       row per document, the id first) or FILE.npy with FILE.ids.txt beside it;
-    * any dense matrix: .npy (2-D; ids from FILE.ids.txt if that file exists), or a delimited text
-      file (.tsv / .txt: tabs, else runs of spaces; .csv: commas). A first line with a field
+    * any dense matrix: .npy (2-D; ids from FILE.ids.txt if that file exists), or delimited text
+      (.tsv / .txt: tabs, else runs of spaces; .csv: commas; `-` reads it on standard input). A first line with a field
       that is not a number is a header. The first column holds row ids when the header names it
       `id`, or when any of its values is not a number; otherwise every column is a feature.
 LABELS, GROUPS (one value per feature row)
@@ -18,6 +18,7 @@ Errors name the file and the 1-based line.
 from dataclasses import dataclass
 import csv
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +53,7 @@ def _check_file(path, what):
     """InputError unless `path` is a file; a folder is named for what it is (a model or corpus
     folder is given where `what`, a file, is expected)."""
     p = Path(path)
-    if p.is_file():
+    if p.exists() and not p.is_dir():       # a file, or a pipe (/dev/stdin, <(...))
         return
     if not p.is_dir():
         raise InputError(path, None, "no such file")
@@ -64,14 +65,19 @@ def _check_file(path, what):
 
 
 def read_features(path):
-    """Read FEATURES (see the module docstring) into a Table; InputError on bad input."""
+    """Read FEATURES (see the module docstring; `-`: text on standard input) into a Table;
+    InputError on bad input."""
     path = str(path)
     p = Path(path)
-    _check_file(path, "features file")
-    if path.endswith(".npy"):
-        return _read_npy(p)
-    with open(p, "r", encoding="utf-8", newline="") as fh:
-        text = fh.read()
+    if path == "-":
+        text = sys.stdin.read()
+        path = "<stdin>"
+    else:
+        _check_file(path, "features file")
+        if path.endswith(".npy"):
+            return _read_npy(p)
+        with open(p, "r", encoding="utf-8", newline="") as fh:
+            text = fh.read()
     lines = text.splitlines()
     if not lines or not any(l.strip() for l in lines):
         raise InputError(path, None, "empty features file")
