@@ -17,6 +17,7 @@ Writers stream (a shard is flushed every `shard_docs` documents), so memory does
 with the corpus; readers read the documents they need from the shards and never load the corpus
 whole, unless its word ids and counts take at most RESIDENT_BYTES.
 """
+import hashlib
 import json
 import os
 import re
@@ -330,6 +331,11 @@ class Corpus:
                 raise InputError(self.path / "vocab.txt", None, f"has {len(self._vocab)} words, "
                                  f"manifest says {self.n_words}")
         return self._vocab
+
+    def fingerprint(self):
+        """The counts and a hash of the vocabulary, by which `fit --resume` knows the corpus."""
+        return {"documents": self.n_docs, "words": self.n_words, "nnz": self.nnz, "tokens": self.n_tokens,
+                "vocab_sha256": hashlib.sha256("\n".join(self.vocab).encode("utf-8")).hexdigest()}
 
     def ids(self):
         """Document ids in row order (read from ids.txt)."""
