@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from topicscale.cli import cli
+from topicscale.corpus.shards import Corpus
 from topicscale.models import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -667,6 +668,23 @@ def test_prepare_counts_and_names_repeated_document_ids(tmp_path, monkeypatch, c
     source.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip("abcd", ["red", "green", "blue", "red blue"])))
     r = run("prepare", source, "--min-df", "1", "--max-df", "1", "-q", "--json", "-o", tmp_path / "d")
     assert json.loads(r.stdout)["repeated_ids"] == 0 and "warning" not in r.stderr
+
+
+def test_prepare_without_heldout_warns_of_an_earlier_heldout_corpus(tmp_path):
+    """Prepared again without --heldout, OUTPUT holds the documents an earlier `prepare --heldout`
+    put into OUTPUT-heldout: that corpus is kept, named on stderr and in --json."""
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"text": f"red green blue w{i % 3}"}) + "\n" for i in range(20)))
+    args = ("prepare", source, "--min-df", "1", "--max-df", "1", "-q", "--json", "-o", tmp_path / "c")
+    r = run(*args)
+    assert "stale_heldout" not in json.loads(r.stdout) and "warning" not in r.stderr
+    run(*args, "--heldout", "5")
+    r = run(*args)
+    held = tmp_path / "c-heldout"
+    assert json.loads(r.stdout)["stale_heldout"] == str(held) and Corpus(held).n_docs == 5
+    assert f"warning: {held} is left from an earlier prepare with --heldout: its documents may now be in " \
+           f"{tmp_path / 'c'} too" in r.stderr
+    assert "stale_heldout" not in json.loads(run(*args, "--heldout", "5").stdout)
 
 
 def test_standard_input_beside_a_file_names_its_documents_stdin(tmp_path):

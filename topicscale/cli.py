@@ -203,6 +203,10 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
                  + (f" ({summary['heldout_dropped_tokens']} of them held out)"
                     if summary.get("heldout_dropped_tokens") else ""))
     _warn_unrecorded_tokenizer(summary, "give --token-pattern and --stopwords to match")
+    if summary.get("stale_heldout"):
+        click.echo(f"topicscale: warning: {summary['stale_heldout']} is left from an earlier prepare with "
+                   f"--heldout: its documents may now be in {summary['output']} too, so a model of that corpus "
+                   "scored on it is scored on training documents (delete it, or prepare with --heldout)", err=True)
     if summary.get("repeated_ids"):
         click.echo(f"topicscale: warning: {summary['repeated_ids']} document(s) repeat an earlier one's id "
                    f"(first {summary['first_repeated_id']}); `infer` writes their rows under the same id, "

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from ..errors import InputError, TopicscaleError
 from . import readers
-from .shards import Corpus, CorpusWriter, check_corpus_output
+from .shards import Corpus, CorpusWriter, check_corpus_output, is_corpus_folder
 from .tokenize import DEFAULT_TOKEN_PATTERN, described, from_description
 
 # recorded in both corpora's manifest stats ("prepare_version"); raised when the same command
@@ -188,7 +188,8 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
     each text document's tokens in reading order (shards.py); keep_empty: also write the documents
     left with no word of the vocabulary (infer's rows), counted as "empty_kept" in place of
     "skipped_empty". "tokenizer_unrecorded": the --vocab corpus or model that records no tokenizer
-    (a model fitted from a matrix, a corpus prepared before it was recorded) when none was given."""
+    (a model fitted from a matrix, a corpus prepared before it was recorded) when none was given.
+    "stale_heldout": OUTPUT-heldout, left by an earlier prepare, when this one holds none out."""
     inputs = [os.fspath(p) for p in inputs]
     seen = set()
     for name in inputs:
@@ -198,7 +199,8 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
         seen.add(key)
     guessed, fmt = fmt is None, readers.inputs_format(inputs, fmt)
     output = Path(output)
-    heldout_output = Path(heldout_output) if heldout_output else output.with_name(output.name + "-heldout")
+    default_heldout = output.with_name(output.name + "-heldout")
+    heldout_output = Path(heldout_output) if heldout_output else default_heldout
     if heldout and heldout_output.resolve() == output.resolve():
         raise TopicscaleError(f"the held-out corpus would be written over the training corpus ({output}); "
                               "give --heldout-output another folder")
@@ -230,6 +232,8 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
                 result["tokenizer_unrecorded"] = str(vocab)
     finally:
         bar.close()
+    if not heldout and is_corpus_folder(default_heldout):
+        result["stale_heldout"] = str(default_heldout)
     return result
 
 
