@@ -687,6 +687,20 @@ def test_prepare_without_heldout_warns_of_an_earlier_heldout_corpus(tmp_path):
     assert "stale_heldout" not in json.loads(run(*args, "--heldout", "5").stdout)
 
 
+def test_prepare_counts_dropped_tokens_as_info_does(tmp_path):
+    """prepare --json's dropped_tokens are the training corpus's and heldout_dropped_tokens the
+    held-out corpus's, as `info` reports them; the text line counts both. Each document has a word
+    of its own, which --min-df 2 drops."""
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"text": f"red green blue zq{chr(97 + i)}"}) + "\n" for i in range(20)))
+    args = ("prepare", source, "--heldout", "5", "--min-df", "2", "--max-df", "1", "-q")
+    s = json.loads(run(*args, "--json", "-o", tmp_path / "c").stdout)
+    train, held = (json.loads(run("info", tmp_path / c, "--json").stdout) for c in ("c", "c-heldout"))
+    assert (s["dropped_tokens"], s["heldout_dropped_tokens"]) == (15, 5)
+    assert (train["dropped_tokens"], train["heldout_dropped_tokens"], held["dropped_tokens"]) == (15, 5, 5)
+    assert "dropped 20 out-of-vocabulary tokens (5 of them held out)" in run(*args, "-o", tmp_path / "d").stdout
+
+
 def test_standard_input_beside_a_file_names_its_documents_stdin(tmp_path):
     """With several inputs a document's id is FILE:LINE; standard input's is <stdin>:LINE, not the
     path of the temporary copy prepare reads it from twice."""

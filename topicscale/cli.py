@@ -198,10 +198,10 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
              f"{summary['vocabulary']} words"]
     if "heldout_output" in summary:
         lines.append(f"wrote {summary['heldout_output']}: {summary['heldout_documents']} held-out documents")
+    held_dropped = summary.get("heldout_dropped_tokens", 0)
     lines.append(f"skipped {summary['skipped_empty']} empty documents; "
-                 f"dropped {summary['dropped_tokens']} out-of-vocabulary tokens"
-                 + (f" ({summary['heldout_dropped_tokens']} of them held out)"
-                    if summary.get("heldout_dropped_tokens") else ""))
+                 f"dropped {summary['dropped_tokens'] + held_dropped} out-of-vocabulary tokens"
+                 + (f" ({held_dropped} of them held out)" if held_dropped else ""))
     _warn_unrecorded_tokenizer(summary, "give --token-pattern and --stopwords to match")
     if summary.get("stale_heldout"):
         click.echo(f"topicscale: warning: {summary['stale_heldout']} is left from an earlier prepare with "
