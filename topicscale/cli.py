@@ -291,6 +291,7 @@ def info(path, as_json):
     if (Path(path) / "manifest.json").is_file():
         from .corpus.shards import Corpus
         c = Corpus(path)
+        c.check_files()
         payload = {"type": "corpus", "path": path, "documents": c.n_docs, "tokens": c.n_tokens,
                    "vocabulary": c.n_words, "nnz": c.nnz, "shards": len(c.shards),
                    **c.manifest.get("stats", {})}
