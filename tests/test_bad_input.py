@@ -84,6 +84,21 @@ def test_damaged_native_shard_is_refused_by_fit(existing, tmp_path):
     assert not (tmp_path / "m" / "model.npz").exists()
 
 
+@pytest.mark.parametrize("part", ["indptr", "indices", "counts"])
+def test_a_shard_cut_short_is_named_by_info_and_fit(existing, tmp_path, part):
+    """A shard file shorter than its header says: `info` (from file sizes) and `fit` refuse the
+    corpus in one line naming the file and saying to prepare it again."""
+    out = existing / "out"
+    path = out / f"shard-00000.{part}.npy"
+    path.write_bytes(path.read_bytes()[:-4])
+    for args in (["info", str(out)], ["fit", str(out), "-k", "2", "--threads", "1", "-o", str(tmp_path / "m")]):
+        r = CliRunner().invoke(cli, args)
+        lines = r.output.strip().splitlines()
+        assert r.exit_code == 2 and len(lines) == 1, r.output
+        assert f"{path}: unreadable shard: the file is" in lines[0] and "shorter than the" in lines[0]
+        assert lines[0].endswith("the corpus is damaged: prepare it again")
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(part=st.sampled_from(["indptr", "indices", "counts"]), data=st.binary(max_size=200))
 def test_arbitrary_bytes_in_a_shard_give_a_clear_error(existing, part, data):

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from topicscale.cli import cli
+from topicscale.corpus.shards import Corpus
 from topicscale.models import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -669,6 +670,37 @@ def test_prepare_counts_and_names_repeated_document_ids(tmp_path, monkeypatch, c
     source.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip("abcd", ["red", "green", "blue", "red blue"])))
     r = run("prepare", source, "--min-df", "1", "--max-df", "1", "-q", "--json", "-o", tmp_path / "d")
     assert json.loads(r.stdout)["repeated_ids"] == 0 and "warning" not in r.stderr
+
+
+def test_prepare_without_heldout_warns_of_an_earlier_heldout_corpus(tmp_path):
+    """Prepared again without --heldout, OUTPUT holds the documents an earlier `prepare --heldout`
+    put into OUTPUT-heldout: that corpus is kept, named on stderr and in --json."""
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"text": f"red green blue w{i % 3}"}) + "\n" for i in range(20)))
+    args = ("prepare", source, "--min-df", "1", "--max-df", "1", "-q", "--json", "-o", tmp_path / "c")
+    r = run(*args)
+    assert "stale_heldout" not in json.loads(r.stdout) and "warning" not in r.stderr
+    run(*args, "--heldout", "5")
+    r = run(*args)
+    held = tmp_path / "c-heldout"
+    assert json.loads(r.stdout)["stale_heldout"] == str(held) and Corpus(held).n_docs == 5
+    assert f"warning: {held} is left from an earlier prepare with --heldout: its documents may now be in " \
+           f"{tmp_path / 'c'} too" in r.stderr
+    assert "stale_heldout" not in json.loads(run(*args, "--heldout", "5").stdout)
+
+
+def test_prepare_counts_dropped_tokens_as_info_does(tmp_path):
+    """prepare --json's dropped_tokens are the training corpus's and heldout_dropped_tokens the
+    held-out corpus's, as `info` reports them; the text line counts both. Each document has a word
+    of its own, which --min-df 2 drops."""
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"text": f"red green blue zq{chr(97 + i)}"}) + "\n" for i in range(20)))
+    args = ("prepare", source, "--heldout", "5", "--min-df", "2", "--max-df", "1", "-q")
+    s = json.loads(run(*args, "--json", "-o", tmp_path / "c").stdout)
+    train, held = (json.loads(run("info", tmp_path / c, "--json").stdout) for c in ("c", "c-heldout"))
+    assert (s["dropped_tokens"], s["heldout_dropped_tokens"]) == (15, 5)
+    assert (train["dropped_tokens"], train["heldout_dropped_tokens"], held["dropped_tokens"]) == (15, 5, 5)
+    assert "dropped 20 out-of-vocabulary tokens (5 of them held out)" in run(*args, "-o", tmp_path / "d").stdout
 
 
 def test_standard_input_beside_a_file_names_its_documents_stdin(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clirun import run
+from clirun import run, run_stopped
 from synthetic import lda_documents, planted_topics, write_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -232,3 +232,32 @@ def test_the_lock_file_stays_after_a_finished_run_and_later_runs_work(tiny, whol
     killed(child(tiny, out, n=10, when="after", extra=["--force"]))
     assert json.loads((out / ".lock").read_text())["pid"] != os.getpid()    # the killed child's
     assert_resumes_to_the_same_model(out, whole, 9)
+
+
+def test_resume_refuses_a_corpus_changed_since_the_run_started(tiny, tmp_path, monkeypatch):
+    """A corpus rewritten after the run stopped (another vocabulary; the same vocabulary and fewer
+    documents) is refused on resume: exit 2, one line naming it and what changed, the checkpoint
+    as it was. Restored, the run resumes; so does a checkpoint that records no fingerprint (an
+    older topicscale's)."""
+    from topicscale.models import store
+    corpus, out = tmp_path / "corpus", tmp_path / "model"
+    shutil.copytree(tiny.path, corpus)
+    r, _ = run_stopped(monkeypatch, 10, "fit", corpus, *FIT, "--threads", "1", "-o", out)
+    assert r.exit_code == 0 and "partial model" in r.output
+    saved = (out / "checkpoint.npz").read_bytes()
+    rng = np.random.default_rng(3)
+    for n_words, n_docs, changed in ((80, 120, "(vocabulary 60 -> 80 words, non-zeros"),
+                                     (60, 100, "(documents 120 -> 100, non-zeros")):
+        shutil.rmtree(corpus)
+        write_corpus(corpus, lda_documents(planted_topics(4, n_words, rng), n_docs, 30, 0.3, rng), n_words)
+        r = run("fit", "--resume", out, "--threads", "1", ok=False)
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+        assert f"the corpus {corpus} is not the one this run started on {changed}" in r.output
+        assert (out / "checkpoint.npz").read_bytes() == saved
+    shutil.rmtree(corpus)
+    shutil.copytree(tiny.path, corpus)
+    meta, arrays, vocab = store.load(out, filename="checkpoint.npz")
+    del meta["run"]["corpus"]
+    store.save(out, meta, arrays, vocab, filename="checkpoint.npz")
+    assert "resuming" in run("fit", "--resume", out, "--threads", "1").output
+    assert batch_steps(out) == list(range(1, STEPS + 1)) and not (out / "checkpoint.npz").exists()

@@ -213,7 +213,7 @@ def test_a_run_stopped_after_starting_over_resumes_to_the_same_model(many_topics
     r, _ = run_stopped(monkeypatch, first_polls + 2, *args, "-o", tmp_path / "cut")
     assert r.exit_code == 0 and "partial model" in r.output
     from topicscale.runs import _load_checkpoint
-    _, config, _, _, _ = _load_checkpoint(tmp_path / "cut")
+    _, config, *_ = _load_checkpoint(tmp_path / "cut")
     assert config["start"] == "assignment" and config["started_over"]      # stopped in the second run
     resumed = json.loads(run("fit", "--resume", tmp_path / "cut", "--json", "-q").stdout.splitlines()[-1])
     assert resumed["start"] == "assignment" and resumed["started_over"]["repeated_topics"] >= K // 10

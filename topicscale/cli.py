@@ -198,11 +198,15 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
              f"{summary['vocabulary']} words"]
     if "heldout_output" in summary:
         lines.append(f"wrote {summary['heldout_output']}: {summary['heldout_documents']} held-out documents")
+    held_dropped = summary.get("heldout_dropped_tokens", 0)
     lines.append(f"skipped {summary['skipped_empty']} empty documents; "
-                 f"dropped {summary['dropped_tokens']} out-of-vocabulary tokens"
-                 + (f" ({summary['heldout_dropped_tokens']} of them held out)"
-                    if summary.get("heldout_dropped_tokens") else ""))
+                 f"dropped {summary['dropped_tokens'] + held_dropped} out-of-vocabulary tokens"
+                 + (f" ({held_dropped} of them held out)" if held_dropped else ""))
     _warn_unrecorded_tokenizer(summary, "give --token-pattern and --stopwords to match")
+    if summary.get("stale_heldout"):
+        click.echo(f"topicscale: warning: {summary['stale_heldout']} is left from an earlier prepare with "
+                   f"--heldout: its documents may now be in {summary['output']} too, so a model of that corpus "
+                   "scored on it is scored on training documents (delete it, or prepare with --heldout)", err=True)
     if summary.get("repeated_ids"):
         click.echo(f"topicscale: warning: {summary['repeated_ids']} document(s) repeat an earlier one's id "
                    f"(first {summary['first_repeated_id']}); `infer` writes their rows under the same id, "
@@ -287,6 +291,7 @@ def info(path, as_json):
     if (Path(path) / "manifest.json").is_file():
         from .corpus.shards import Corpus
         c = Corpus(path)
+        c.check_files()
         payload = {"type": "corpus", "path": path, "documents": c.n_docs, "tokens": c.n_tokens,
                    "vocabulary": c.n_words, "nnz": c.nnz, "shards": len(c.shards),
                    **c.manifest.get("stats", {})}

@@ -261,7 +261,8 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
         for leftover in output.glob(".*.tmp"):         # a killed run's unrenamed atomic_file writes
             leftover.unlink()
         if resume:
-            model, saved, state, algo_state, log_bytes = _load_checkpoint(output)
+            model, saved, state, algo_state, log_bytes, started_on = _load_checkpoint(output)
+            _check_same_corpus(started_on, open_corpus(saved["corpus"]), output)
             saved["threads"] = config["threads"]
             saved["report"] = config.get("report") or saved.get("report")
             saved.update({name: config.get(name) for name in options.CLUSTER_OPTIONS})
@@ -344,6 +345,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     merge = Merge(score_pass.documents, score_pass.scored_on) if config.get("merge") else None
     evaluate = (lambda m: score_pass.heldout_result(m)                 # eval's default protocol
                 or evaluate_model(m, heldout, executor=executor)) if heldout else None
+    fingerprint = corpus.fingerprint()
     log = open(output / RUN_LOG, "a", encoding="utf-8")
 
     def record(r):
@@ -352,7 +354,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     def checkpoint(s):
         log.flush()
         os.fsync(log.fileno())
-        _save_checkpoint(output, model, algo, config, s, log.tell())
+        _save_checkpoint(output, model, algo, config, s, log.tell(), fingerprint)
         written.training = written.training or bool(s.docs or s.train_seconds)
 
     try:
@@ -458,7 +460,7 @@ def _undone_on_failure(output, created, written):
                     pass
             if said is not None and said is not exc:
                 raise TopicscaleError(said) from None
-        elif said is not None and (output / CHECKPOINT_FILE).exists():
+        elif said is not None and not isinstance(exc, ResumeRefused) and (output / CHECKPOINT_FILE).exists():
             raise TopicscaleError(f"{said}\n(the run's checkpoint in {output} is kept: once the cause is "
                                   f"fixed, `topicscale fit --resume {output}` continues it)") from None
         raise
@@ -546,11 +548,11 @@ def _finish_metrics(output, append):
     (output / CHECKPOINT_FILE).unlink(missing_ok=True)
 
 
-def _save_checkpoint(output, model, algo, config, state, log_bytes):
-    """The model's own file contents, plus the run (configuration, RunState, log length) and any
-    state the algorithm keeps between minibatches (`checkpoint_state`)."""
+def _save_checkpoint(output, model, algo, config, state, log_bytes, fingerprint):
+    """The model's own file contents, plus the run (configuration, RunState, log length, the
+    corpus's fingerprint) and any state the algorithm keeps between minibatches (`checkpoint_state`)."""
     meta, arrays = model.stored()
-    meta["run"] = {"config": config, "state": state.as_dict(), "log_bytes": log_bytes}
+    meta["run"] = {"config": config, "state": state.as_dict(), "log_bytes": log_bytes, "corpus": fingerprint}
     algo_state = algo.checkpoint_state() if hasattr(algo, "checkpoint_state") else {}
     arrays.update({f"algorithm.{k}": v for k, v in algo_state.items()})
     store.save(output, meta, arrays, model.vocab, filename=CHECKPOINT_FILE)
@@ -561,4 +563,27 @@ def _load_checkpoint(output):
     algo_state = {k.split(".", 1)[1]: arrays.pop(k) for k in list(arrays) if k.startswith("algorithm.")}
     model = registry.model_class(meta["model"]).from_stored(meta, arrays, vocab)
     run = meta["run"]
-    return model, run["config"], RunState(**run["state"]), algo_state, run["log_bytes"]
+    return model, run["config"], RunState(**run["state"]), algo_state, run["log_bytes"], run.get("corpus")
+
+
+class ResumeRefused(TopicscaleError):
+    """A resume refused before the run was touched: said as is, on one line."""
+
+
+def _check_same_corpus(started_on, corpus, output):
+    """Refuse to resume on a corpus whose fingerprint (Corpus.fingerprint) is not the one the run
+    started on; a checkpoint that records none (an older topicscale's) is not checked."""
+    if started_on is None:
+        return
+    now = corpus.fingerprint()
+    changed = []
+    if now["vocab_sha256"] != started_on["vocab_sha256"]:
+        was, words = started_on["words"], now["words"]
+        changed.append(f"vocabulary {was:,} -> {words:,} words" if was != words else "vocabulary: other words")
+    changed += [f"{name} {started_on[key]:,} -> {now[key]:,}"
+                for key, name in (("documents", "documents"), ("nnz", "non-zeros"), ("tokens", "tokens"))
+                if now[key] != started_on[key]]
+    if changed:
+        raise ResumeRefused(f"the corpus {corpus.location} is not the one this run started on "
+                            f"({', '.join(changed)}): restore it to resume (the checkpoint is kept), or start "
+                            f"over with `topicscale fit CORPUS ... --force -o {output}`")

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from ..errors import InputError, TopicscaleError
 from . import readers
-from .shards import Corpus, CorpusWriter, check_corpus_output
+from .shards import Corpus, CorpusWriter, check_corpus_output, is_corpus_folder
 from .tokenize import DEFAULT_TOKEN_PATTERN, described, from_description
 
 # recorded in both corpora's manifest stats ("prepare_version"); raised when the same command
@@ -188,7 +188,8 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
     each text document's tokens in reading order (shards.py); keep_empty: also write the documents
     left with no word of the vocabulary (infer's rows), counted as "empty_kept" in place of
     "skipped_empty". "tokenizer_unrecorded": the --vocab corpus or model that records no tokenizer
-    (a model fitted from a matrix, a corpus prepared before it was recorded) when none was given."""
+    (a model fitted from a matrix, a corpus prepared before it was recorded) when none was given.
+    "stale_heldout": OUTPUT-heldout, left by an earlier prepare, when this one holds none out."""
     inputs = [os.fspath(p) for p in inputs]
     seen = set()
     for name in inputs:
@@ -198,7 +199,8 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
         seen.add(key)
     guessed, fmt = fmt is None, readers.inputs_format(inputs, fmt)
     output = Path(output)
-    heldout_output = Path(heldout_output) if heldout_output else output.with_name(output.name + "-heldout")
+    default_heldout = output.with_name(output.name + "-heldout")
+    heldout_output = Path(heldout_output) if heldout_output else default_heldout
     if heldout and heldout_output.resolve() == output.resolve():
         raise TopicscaleError(f"the held-out corpus would be written over the training corpus ({output}); "
                               "give --heldout-output another folder")
@@ -230,6 +232,8 @@ def prepare(inputs, output, fmt=None, vocab=None, heldout=0.0, heldout_output=No
                 result["tokenizer_unrecorded"] = str(vocab)
     finally:
         bar.close()
+    if not heldout and is_corpus_folder(default_heldout):
+        result["stale_heldout"] = str(default_heldout)
     return result
 
 
@@ -303,21 +307,22 @@ def _prepare_text(files, stdin_copy, fmt, vocab_spec, vocab_words, output, heldo
     index = {w: i for i, w in enumerate(vocab)}
     bar.set_description("encoding")
     split = _Split(output, heldout_output, vocab, held, source, keep_order, keep_empty, input_ids=True)
-    dropped, heldout_dropped = 0, 0
+    dropped, heldout_dropped = 0, 0         # out-of-vocabulary tokens of training, held-out documents
     try:
         for position, (doc_id, text, _, _) in enumerate(docs()):
             ids, counts, order, unknown = _encode(tokenizer(text), index)
-            dropped += unknown
             if unknown and split.is_held(position):
                 heldout_dropped += unknown
+            else:
+                dropped += unknown
             split.add(position, doc_id, ids, counts, order if keep_order else None)
             bar.update()
-        if vocab_spec and split.train.n_docs == 0 and not keep_empty and dropped > heldout_dropped:
+        if vocab_spec and split.train.n_docs == 0 and not keep_empty and dropped:
             raise InputError(files[0], None, f"no training document holds a word of the vocabulary of "
                              f"{vocab_spec} (words are matched after the text is lower-cased, tokenised and "
                              "stripped of stop words)")
         repeated = repeated_ids(docs, split.same_hashed_ids())
-        split.close(files[0], {"dropped_tokens": dropped - heldout_dropped,
+        split.close(files[0], {"dropped_tokens": dropped,
                                "heldout_dropped_tokens": heldout_dropped}, {"dropped_tokens": heldout_dropped})
     except BaseException as exc:
         split.abort(exc)
@@ -352,7 +357,8 @@ def repeated_ids(docs, groups):
 
 
 def _summary(split, output, heldout_output, n_words, dropped, heldout_dropped=0):
-    """dropped: out-of-vocabulary tokens of all documents, heldout_dropped: of the held-out ones."""
+    """dropped: out-of-vocabulary tokens of the training documents, heldout_dropped: of the held-out
+    ones (as each corpus's manifest counts them, which `info` shows)."""
     out = {"output": str(output), "documents": split.train.n_docs, "tokens": split.train.n_tokens,
            "nnz": split.train.nnz, "vocabulary": n_words, **split.empty_count(),
            "dropped_tokens": dropped, "prepare_version": PREPARE_VERSION}

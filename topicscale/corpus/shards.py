@@ -17,6 +17,7 @@ Writers stream (a shard is flushed every `shard_docs` documents), so memory does
 with the corpus; readers read the documents they need from the shards and never load the corpus
 whole, unless its word ids and counts take at most RESIDENT_BYTES.
 """
+import hashlib
 import json
 import os
 import re
@@ -75,13 +76,37 @@ def read_lines(path):
         return [line.rstrip("\n") for line in fh]
 
 
-def _data_offset(path):
-    """Byte offset of the array data in a .npy file."""
+def _npy_header(path):
+    """(shape, dtype, byte offset of the data, file size) of a .npy file, from its header."""
     with open(path, "rb") as fh:
         major, _ = np.lib.format.read_magic(fh)
         read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
-        read_header(fh)
-        return fh.tell()
+        shape, _, dtype = read_header(fh)
+        return shape, dtype, fh.tell(), os.fstat(fh.fileno()).st_size
+
+
+def _data_offset(path):
+    """Byte offset of the array data in a .npy file."""
+    return _npy_header(path)[2]
+
+
+DAMAGED = "the corpus is damaged: prepare it again"
+
+
+def check_npy_size(path, length):
+    """InputError naming the .npy file `path` unless its header holds `length` elements (the
+    manifest's count) and the file is as long as the header says; reads the header only."""
+    try:
+        shape, dtype, offset, size = _npy_header(path)
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(path, None, f"unreadable shard: {getattr(exc, 'strerror', None) or exc}; {DAMAGED}") from None
+    if shape != (length,):
+        raise InputError(path, None, f"unreadable shard: its header says shape {shape}, the manifest "
+                         f"{length} elements; {DAMAGED}")
+    need = offset + length * dtype.itemsize
+    if size < need:
+        raise InputError(path, None, f"unreadable shard: the file is {size:,} bytes, shorter than the {need:,} "
+                         f"its header says (cut short?); {DAMAGED}")
 
 
 def _read_slices(path, offset, starts, lengths, out, out_starts):
@@ -331,6 +356,11 @@ class Corpus:
                                  f"manifest says {self.n_words}")
         return self._vocab
 
+    def fingerprint(self):
+        """The counts and a hash of the vocabulary, by which `fit --resume` knows the corpus."""
+        return {"documents": self.n_docs, "words": self.n_words, "nnz": self.nnz, "tokens": self.n_tokens,
+                "vocab_sha256": hashlib.sha256("\n".join(self.vocab).encode("utf-8")).hexdigest()}
+
     def ids(self):
         """Document ids in row order (read from ids.txt)."""
         return read_lines(self.path / "ids.txt")
@@ -352,9 +382,26 @@ class Corpus:
                                         for part, array in checked.items()})
         return self._shards[i]
 
+    def shard_lengths(self, info):
+        """{part: elements its .npy file holds, as the manifest says} of a shard's files."""
+        lengths = {"indptr": info["n_docs"] + 1, "indices": info["nnz"], "counts": info["nnz"]}
+        if self.keeps_order:
+            lengths.update(tokptr=info["n_docs"] + 1, tokens=info.get("n_positions", -1))
+        return lengths
+
+    def check_files(self):
+        """InputError naming the first shard file that is missing, or whose header or size
+        disagrees with the manifest (headers and file sizes only: no data is read)."""
+        for info in self.shards:
+            for part, length in self.shard_lengths(info).items():
+                check_npy_size(self.path / f"{info['name']}.{part}.npy", length)
+
     def _check(self, base, info, i):
         """Validate a shard's three arrays against the manifest; returns indptr (a copy) and
         {part: the word ids or counts, memory-mapped}."""
+        lengths = self.shard_lengths(info)
+        for part in ("indptr", "indices", "counts"):
+            check_npy_size(f"{base}.{part}.npy", lengths[part])
         try:
             indptr, indices, counts = (np.load(f"{base}.{part}.npy", mmap_mode="r")
                                        for part in ("indptr", "indices", "counts"))
@@ -424,6 +471,9 @@ class Corpus:
             raise InputError(self.path, None, "keeps no token order; prepare it with --keep-order")
         for i, info in enumerate(self.shards):
             base = self.path / info["name"]
+            lengths = self.shard_lengths(info)
+            for part in ("tokptr", "tokens"):
+                check_npy_size(f"{base}.{part}.npy", lengths[part])
             try:
                 tokptr = np.load(f"{base}.tokptr.npy")
                 tokens = np.load(f"{base}.tokens.npy")
