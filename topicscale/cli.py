@@ -3,6 +3,7 @@
 User errors print one line `topicscale: error: ...` and exit with status 2.
 """
 import inspect
+import io
 import json
 import math
 import os
@@ -121,8 +122,18 @@ def _terminate(signum, frame):
     raise Terminated
 
 
+class _ClosedStdout(io.TextIOBase):
+    """sys.stdout when standard output is closed: writing to it is a user error."""
+    encoding, errors = "utf-8", "strict"
+
+    def write(self, text):
+        raise TopicscaleError("standard output is closed")
+
+
 class _Group(click.Group):
     def invoke(self, ctx):
+        if sys.stdout is None or sys.stdout.closed:
+            sys.stdout = _ClosedStdout()
         try:
             return super().invoke(ctx)
         except TopicscaleError as exc:
