@@ -1,6 +1,7 @@
 """The command line end to end on the bundled corpus (kept short), and its error handling."""
 import gzip
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -149,6 +150,26 @@ def test_infer_without_output_prints_tsv_or_json_lines(model, tmp_path):
     assert [r["theta"] for r in rows] == [[float(x) for x in t[1:]] for t in tsv]
     r = run("infer", root / "model", root / "corpus-heldout", "--json", "-o", tmp_path / "x.tsv", ok=False)
     assert r.exit_code == 2 and "--json" in r.output and not (tmp_path / "x.tsv").exists()
+
+
+def test_a_closed_standard_output_is_an_error_where_a_command_would_write_to_it(model, tmp_path):
+    """Started with standard output closed (`>&-`), a command that prints fails with one line,
+    exit status 2 (were: a traceback from infer, nothing and exit status 0 from the others); one
+    that prints nothing there runs as usual."""
+    import subprocess
+    import sys
+    root, _ = model
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for args in (["infer", root / "model", root / "corpus-heldout", "-q", "--threads", "1"],
+                 ["eval", root / "model", root / "corpus-heldout", "--json", "--threads", "1"],
+                 ["info", root / "model"], ["topics", root / "model", "--csv"],
+                 ["export", root / "model", "-o", tmp_path / "t.npy"]):
+        r = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "topicscale", *map(str, args)],
+                           capture_output=True, text=True, env=env)
+        if args[0] == "export":
+            assert r.returncode == 0 and (tmp_path / "t.npy").exists(), r.stderr
+        else:
+            assert (r.returncode, r.stderr) == (2, "topicscale: error: standard output is closed\n"), args
 
 
 def test_init_continues_training(model, tmp_path):

@@ -157,3 +157,30 @@ def test_json_lines_fields_are_named_as_for_prepare(setup, tmp_path):
     for args in ((root / "new", "--id-field", "doc"), (tmp_path / "b.jsonl", "--format", "text", "--text-field", "b")):
         result = run("infer", root / "m", *args, code=2)
         assert "of JSON lines INPUTS, which these are not" in result.output
+
+
+def test_a_full_temporary_folder_is_named_with_what_chooses_it(setup, tmp_path, monkeypatch):
+    """Standard input is copied into the temporary folder, and infer encodes raw INPUTS there: with
+    no space there the error names that folder and TMPDIR (was: `No space left on device` alone)."""
+    import errno
+    import shutil
+    import tempfile
+    root = setup
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    said = f"the temporary folder {tmp_path}: No space left on device (TMPDIR chooses that folder)"
+    with monkeypatch.context() as m:
+        m.setattr(shutil, "copyfileobj", full)
+        for args in (["prepare", "-", "--format", "text", "-o", tmp_path / "c"],
+                     ["infer", root / "m", "-", "--format", "text"]):
+            result = CliRunner().invoke(cli, [str(a) for a in args], input="w1 w2\n")
+            assert (result.exit_code, result.stderr) == (2, f"topicscale: error: cannot copy standard input "
+                                                            f"into {said}\n")
+    (tmp_path / "docs.txt").write_text("w1 w2\n")
+    monkeypatch.setattr(CorpusWriter, "add", full)
+    result = run("infer", root / "m", tmp_path / "docs.txt", code=2)
+    assert result.stderr == f"topicscale: error: cannot encode the documents in {said}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.txt"]

@@ -1,10 +1,15 @@
 """Cached kernels are dropped when any kernel source changes (topicscale/kernels/__init__.py)."""
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
 import topicscale.kernels as kernels
-from topicscale.kernels import STAMP_NAME, cache_folders, drop_stale_caches
+from topicscale.kernels import STAMP_NAME, cache_folders, drop_stale_caches, use_private_cache_if_needed
 
 
 def cached_files(directory, cache="__pycache__"):
@@ -90,3 +95,83 @@ def test_the_user_wide_numba_cache_is_checked_when_numba_caches_there(tmp_path, 
     drop_stale_caches(sources)                       # stamps the user-wide folder before numba writes
     make_caches(sources, user_wide)
     assert drop_stale_caches(sources) == 0 and len(cached_files(sources, user_wide)) == 3
+
+
+def test_without_a_writable_cache_folder_numba_caches_in_a_private_temp_folder(tmp_path, monkeypatch):
+    """__pycache__ and the user's cache folder cannot be written, NUMBA_CACHE_DIR unset: it is set,
+    in the environment and in numba.config, to TMPDIR/topicscale-numba-<uid> (mode 700), whose
+    caches are checked too; a folder of that name others could write is not used."""
+    from numba.core import config
+    sources = tmp_path / "kernels"
+    sources.mkdir()
+    (sources / "a.py").write_text("def f(): pass\n")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "")
+    monkeypatch.setattr(config, "CACHE_DIR", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    assert use_private_cache_if_needed(sources) is None          # __pycache__ can be written
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: tmp_path / "tmp" in Path(path).parents
+                        and real_access(path, mode))
+    private = tmp_path / "tmp" / f"topicscale-numba-{os.getuid()}"
+    assert use_private_cache_if_needed(sources) == private
+    assert os.environ["NUMBA_CACHE_DIR"] == config.CACHE_DIR == str(private)
+    assert private.stat().st_mode & 0o777 == 0o700
+    assert cache_folders(sources)[1].parent == private
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "")
+    private.chmod(0o777)
+    fresh = use_private_cache_if_needed(sources)
+    assert fresh.parent == tmp_path / "tmp" and fresh != private and fresh.stat().st_mode & 0o777 == 0o700
+
+
+def as_another_user():
+    """The command prefix that runs a process as a user who can write nothing of ours (nobody,
+    when we are root and setpriv is there; else ourselves, for whom modes are enforced), or None."""
+    if os.getuid() != 0:
+        return []
+    prefix = [shutil.which("setpriv") or "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    try:
+        ok = subprocess.run(prefix + [sys.executable, "-c", "pass"], capture_output=True).returncode == 0
+    except OSError:
+        ok = False
+    return prefix if ok else None
+
+
+@pytest.mark.parametrize("home", ["missing", "read-only", "unreadable", "unreadable, NUMBA_CACHE_DIR set"])
+def test_kernels_compile_and_cache_with_a_read_only_install_and_no_usable_home(home):
+    """A read-only install run with a HOME that is missing, read-only (555) or that the user cannot
+    enter (000, as /root after sudo): the kernels compile and cache (was: "no locator available",
+    or Permission denied on the user's cache folder even with NUMBA_CACHE_DIR set)."""
+    prefix = as_another_user()
+    if prefix is None:
+        pytest.skip("cannot run a process as another user (setpriv)")
+    base = Path(tempfile.mkdtemp())
+    try:
+        base.chmod(0o755)
+        package = base / "install" / "topicscale"
+        shutil.copytree(Path(kernels.__file__).parent.parent, package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for d in [base / "tmp", base / "cache"]:
+            d.mkdir()
+            d.chmod(0o1777)
+        (base / "home").mkdir()
+        (base / "home").chmod({"missing": 0o755, "read-only": 0o555}.get(home, 0o000))
+        env = dict(os.environ, PYTHONPATH=str(base / "install"), TMPDIR=str(base / "tmp"),
+                   HOME=str(base / "home" / "gone") if home == "missing" else str(base / "home"))
+        env.pop("XDG_CACHE_HOME", None)
+        env.pop("NUMBA_CACHE_DIR", None)
+        if "NUMBA_CACHE_DIR" in home:
+            env["NUMBA_CACHE_DIR"] = str(base / "cache")
+        for p in [base / "install", *(base / "install").rglob("*")]:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        code = "import numpy, topicscale.kernels.gibbs as g; print(g.splitmix64(numpy.uint64(1))[1])"
+        r = subprocess.run(prefix + [sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert r.returncode == 0 and r.stdout == "10451216379200822465\n", r.stderr
+        cache = base / "cache" if "NUMBA_CACHE_DIR" in home else next((base / "tmp").glob("topicscale-numba-*"))
+        assert [p.name for p in cache.glob("*/gibbs.splitmix64-*.nbi")]
+    finally:
+        for p in [base, *base.rglob("*")]:
+            if not p.is_symlink():
+                p.chmod(0o755)
+        shutil.rmtree(base)

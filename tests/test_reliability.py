@@ -114,6 +114,36 @@ def test_signal_writes_a_partial_model_that_resumes(planted, reference, tmp_path
     assert_same_as_reference(out, reference)
 
 
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_sigterm_unwinds_as_ctrl_c_does_and_leaves_no_temporary_file(tmp_path, source):
+    """SIGTERM (cron's `timeout`) to a prepare writing its corpus, or spooling standard input that
+    is still open: exit status 143, one line, and neither the hidden output folder nor the copy of
+    standard input is left (were: killed, both left behind)."""
+    import random
+    rng = random.Random(0)
+    words = ["".join(rng.choices("abcdefghij", k=5)) for _ in range(2000)]
+    (tmp_path / "big.jsonl").write_text("".join(json.dumps({"id": i, "text": " ".join(rng.choices(words, k=30))})
+                                                + "\n" for i in range(40000)))
+    (tmp_path / "tmp").mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path / "tmp"))
+    given = "-" if source == "stdin" else str(tmp_path / "big.jsonl")
+    proc = subprocess.Popen([sys.executable, "-m", "topicscale", "prepare", given, "--format", "jsonl", "-q",
+                             "-o", str(tmp_path / "out")], stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env)
+    temporary = lambda: [*tmp_path.glob(".out.*.tmp"), *(tmp_path / "tmp").iterdir()]
+    if source == "stdin":
+        proc.stdin.write((tmp_path / "big.jsonl").read_bytes()[:100000])     # and stays open
+        proc.stdin.flush()
+    deadline = time.time() + 60
+    while not temporary():
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err.decode() == "topicscale: terminated\n"
+    assert temporary() == [] and not (tmp_path / "out").exists()
+
+
 def test_a_second_fit_into_a_locked_folder_is_refused(planted, tmp_path):
     _, corpus, _ = planted
     out = tmp_path / "model"

@@ -3,9 +3,11 @@
 User errors print one line `topicscale: error: ...` and exit with status 2.
 """
 import inspect
+import io
 import json
 import math
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -111,8 +113,27 @@ class UserError(click.ClickException):
         click.echo(f"topicscale: error: {self.format_message()}", err=True)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as Ctrl-C's KeyboardInterrupt is, so that it unwinds alike (fit handles
+    both signals itself: guards.StopOnSignal)."""
+
+
+def _terminate(signum, frame):
+    raise Terminated
+
+
+class _ClosedStdout(io.TextIOBase):
+    """sys.stdout when standard output is closed: writing to it is a user error."""
+    encoding, errors = "utf-8", "strict"
+
+    def write(self, text):
+        raise TopicscaleError("standard output is closed")
+
+
 class _Group(click.Group):
     def invoke(self, ctx):
+        if sys.stdout is None or sys.stdout.closed:
+            sys.stdout = _ClosedStdout()
         try:
             return super().invoke(ctx)
         except TopicscaleError as exc:
@@ -124,9 +145,10 @@ class _Group(click.Group):
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise UserError(f"{where}{exc.strerror or exc}") from None
-        except KeyboardInterrupt:
-            click.echo("topicscale: interrupted", err=True)
-            raise click.exceptions.Exit(130) from None
+        except KeyboardInterrupt as exc:
+            terminated = isinstance(exc, Terminated)
+            click.echo(f"topicscale: {'terminated' if terminated else 'interrupted'}", err=True)
+            raise click.exceptions.Exit(143 if terminated else 130) from None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -875,4 +897,5 @@ cli.add_command(classify)
 
 def main(argv=None):
     """Entry point of bin/topicscale and the console script."""
+    signal.signal(signal.SIGTERM, _terminate)
     cli.main(args=argv, prog_name="topicscale")

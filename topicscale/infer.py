@@ -1,5 +1,6 @@
 """`topicscale infer`: topic proportions E[theta] of new documents, streamed to a table (tables.py)."""
 import itertools
+import os
 import tempfile
 from pathlib import Path
 
@@ -43,10 +44,15 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False, exec
         raise TopicscaleError("with --scheduler, infer reads a prepared corpus every worker can read "
                               "(`topicscale prepare` it to a shared folder or an fsspec URL first), "
                               "not raw INPUTS")
-    from .corpus.prepare import prepare
+    from .corpus.prepare import in_temporary_folder, prepare
     with tempfile.TemporaryDirectory(prefix="topicscale-infer-") as tmp:
-        prepared = prepare(inputs, Path(tmp) / "corpus", fmt=fmt, vocab=model_path, keep_empty=True,
-                           progress=progress, **fields)
+        try:
+            prepared = prepare(inputs, Path(tmp) / "corpus", fmt=fmt, vocab=model_path, keep_empty=True,
+                               progress=progress, **fields)
+        except OSError as exc:
+            if exc.filename and not str(exc.filename).startswith(tmp):
+                raise
+            raise in_temporary_folder("encode the documents in", exc) from None
         summary = _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output, executor, as_json)
         return dict(summary, without_model_words=prepared["empty_kept"],
                     **{k: v for k, v in prepared.items() if k == "tokenizer_unrecorded"})

@@ -95,21 +95,31 @@ def heldout_rows(n_docs, heldout, seed):
 
 @contextlib.contextmanager
 def spooled_stdin(inputs):
-    """(the inputs with "-" replaced by a temporary copy of standard input, so that it can be read
-    twice; that copy's path, or None)."""
+    """(the inputs with "-" replaced by a temporary copy of standard input in the temporary folder
+    (TMPDIR), so that it can be read twice; that copy's path, or None)."""
     if readers.STDIN not in inputs:
         yield list(inputs), None
         return
     with tempfile.TemporaryDirectory(prefix="topicscale-stdin-") as tmp:
         copy = os.path.join(tmp, "stdin")
-        with open(copy, "wb") as fh:
-            shutil.copyfileobj(getattr(sys.stdin, "buffer", sys.stdin), fh)
+        try:
+            with open(copy, "wb") as fh:
+                shutil.copyfileobj(getattr(sys.stdin, "buffer", sys.stdin), fh)
+        except OSError as exc:
+            raise in_temporary_folder("copy standard input into", exc) from None
         try:
             yield [copy if p == readers.STDIN else p for p in inputs], copy
         except InputError as exc:
             if exc.path == copy:          # name standard input in messages, not the spool file
                 exc.path = "<stdin>"
             raise
+
+
+def in_temporary_folder(what, exc):
+    """A TopicscaleError naming the temporary folder for the OSError `exc` met trying to `what`
+    it (e.g. "copy standard input into")."""
+    return TopicscaleError(f"cannot {what} the temporary folder {tempfile.gettempdir()}: "
+                           f"{exc.strerror or exc} (TMPDIR chooses that folder)")
 
 
 class _Split:

@@ -9,10 +9,17 @@ sources.stamp beside the caches); the next call compiles afresh. Every place num
 is checked: __pycache__; the folder for this package under NUMBA_CACHE_DIR when it is set; and
 the folder for this package in the user's cache folder (~/.cache/numba on Linux), which numba
 uses where __pycache__ cannot be written (a read-only install): checked when it exists, and
-stamped ahead of numba when __pycache__ cannot be written.
+stamped ahead of numba when __pycache__ cannot be written. When neither can be written and
+NUMBA_CACHE_DIR is unset (a HOME that is missing, read-only or another user's), NUMBA_CACHE_DIR is
+set to a private folder of the user's in the system temp folder. A folder that cannot be read
+counts as absent.
 """
+import atexit
 import hashlib
 import os
+import shutil
+import stat
+import tempfile
 from pathlib import Path
 
 STAMP_NAME = "sources.stamp"
@@ -33,10 +40,37 @@ def cache_folders(directory):
     if user_dir:
         folders.append(Path(user_dir).absolute() / subfolder)
     user_wide = Path(AppDirs(appname="numba", appauthor=False).user_cache_dir) / subfolder
-    in_tree = folders[0] if folders[0].is_dir() else directory
-    if user_wide.is_dir() or not os.access(in_tree, os.W_OK):
+    if os.path.isdir(user_wide) or not _writable(folders[0]):
         folders.append(user_wide)
     return folders
+
+
+def _writable(folder):
+    """Whether `folder` can be written, or made in the nearest folder above it that exists."""
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def use_private_cache_if_needed(directory):
+    """Point NUMBA_CACHE_DIR and numba.config.CACHE_DIR at TMPDIR/topicscale-numba-<uid> (mode
+    700; a fresh folder if another user holds that one) when it is unset and numba could cache the
+    kernels of `directory` neither in __pycache__ nor in the user's cache folder; returns the
+    folder set, or None."""
+    if os.environ.get("NUMBA_CACHE_DIR") or any(_writable(f) for f in cache_folders(directory)):
+        return None
+    from numba.core import config                   # numba read NUMBA_CACHE_DIR on import
+    folder = Path(tempfile.gettempdir()) / f"topicscale-numba-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = folder.lstat()
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            folder = Path(tempfile.mkdtemp(prefix="topicscale-numba-"))   # another's: a fresh one
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    except OSError:
+        return None
+    os.environ["NUMBA_CACHE_DIR"] = config.CACHE_DIR = str(folder)
+    return folder
 
 
 def drop_stale_caches(directory=Path(__file__).parent):
@@ -71,4 +105,5 @@ def _drop_unless_stamped(cache, stamp):
     return deleted
 
 
+use_private_cache_if_needed(Path(__file__).parent)
 drop_stale_caches()
