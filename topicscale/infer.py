@@ -63,7 +63,7 @@ def theta_block(block, local, rows, prior):
     distinct words (ascending): what each block of `infer` computes, here or on a worker."""
     words = np.unique(block.indices)
     local_ids = np.searchsorted(words, block.indices).astype(np.int32)
-    return local.fit(block.indptr, local_ids, block.counts, rows, prior).theta
+    return _theta(local, block, local_ids, rows, prior)
 
 
 def proportions(model, local, blocks):
@@ -71,7 +71,16 @@ def proportions(model, local, blocks):
     turn: `local` on the topics it runs on for `model`, with the model's document prior."""
     topics, prior = registry.local_topics(local, model), model.local_prior()
     for b in blocks:
-        yield b, local.fit(b.indptr, b.indices, b.counts, topics, prior).theta
+        yield b, _theta(local, b, b.indices, topics, prior)
+
+
+def _theta(local, block, indices, topics, prior):
+    """E[theta] of the block's documents, `indices` its word ids as rows of `topics`; a sampler
+    (local.keyed) is seeded by each document's words and counts, not its place in the input."""
+    from .inference.local_steps.entries import content_keys
+    keys = ({"keys": content_keys(block.indptr, block.indices, block.counts)}
+            if getattr(local, "keyed", False) else {})
+    return local.fit(block.indptr, indices, block.counts, topics, prior, **keys).theta
 
 
 def proportion_blocks(model, corpus):

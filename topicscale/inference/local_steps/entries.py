@@ -36,6 +36,18 @@ def document_seeds(seed, keys):
         return mix64(base ^ mix64(np.asarray(keys).astype(np.uint64) * _GOLDEN + np.uint64(1)))
 
 
+def content_keys(indptr, indices, counts):
+    """A key per document of a CSR block from its (word id, count) entries, in any order: `infer`
+    seeds a sampler by it, so a document gets the same proportions wherever it sits in the input."""
+    counts = np.asarray(counts, dtype=np.float64)
+    entries = mix64(mix64(np.asarray(indices).astype(np.uint64)) ^ counts.view(np.uint64))
+    sums = np.zeros(len(indptr) - 1, dtype=np.uint64)
+    lengths = np.diff(indptr)
+    with np.errstate(over="ignore"):
+        np.add.at(sums, np.repeat(np.arange(len(lengths)), lengths), entries)
+    return sums
+
+
 def step_seed(seed, step):
     """A per-minibatch seed from the local step's seed and the model's step counter."""
     return int(document_seeds(seed, np.array([step]))[0])

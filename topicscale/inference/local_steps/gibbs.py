@@ -3,7 +3,8 @@
 Kernel: topicscale.kernels.gibbs.
 
 Randomness: each document gets its own uint64 seed, a hash of a minibatch seed and the
-document's key (its global row number in `statistics`, its position in the block in `fit`);
+document's key (its global row number in `statistics`; in `fit`, its position in the block, or
+the key given: `infer` gives a hash of its words and counts);
 the kernel draws from a SplitMix64 stream started at that seed. Results are therefore the
 same whatever the number of threads.
 """
@@ -72,10 +73,13 @@ class Gibbs:
         return LocalResult(gamma, None, np.empty(0),
                            np.full(gamma.shape[0], self.sweeps, dtype=np.int64), threads)
 
-    def fit(self, indptr, indices, counts, topics, alpha, seed=None):
-        """Gibbs on a CSR block whose `indices` index rows of `topics` (V' x K)."""
+    keyed = True        # fit takes each document's key (infer: entries.content_keys)
+
+    def fit(self, indptr, indices, counts, topics, alpha, seed=None, keys=None):
+        """Gibbs on a CSR block whose `indices` index rows of `topics` (V' x K); a document's
+        draws are seeded by its key in `keys` (default: its place in the block)."""
         D = indptr.shape[0] - 1
-        seeds = document_seeds(self.seed if seed is None else seed, np.arange(D))
+        seeds = document_seeds(self.seed if seed is None else seed, np.arange(D) if keys is None else keys)
         gamma, _, _, threads = self.run(indptr, indices, counts, topics, alpha, seeds)
         return self._result(gamma, threads)
 
