@@ -225,10 +225,13 @@ def test_a_partial_model_says_so_and_how_to_continue(corpora, tmp_path, monkeypa
     _, train, _ = corpora
     r, _ = run_stopped(monkeypatch, 2, "fit", train, "-k", "4", *FIT, "--passes", "2", "-o", tmp_path / "m")
     assert "partial model" in r.output
-    facts = dict(report.describe(tmp_path / "m", load_model(tmp_path / "m")))
-    assert f"fit --resume {tmp_path / 'm'}" in facts["partial"]
+    run("report", tmp_path / "m", "-o", tmp_path / "stopped.html")
+    text = (tmp_path / "stopped.html").read_text()
+    assert "An unfinished" in text and text.count(f"fit --resume {tmp_path / 'm'}") == 1
     run("fit", "--resume", tmp_path / "m")
-    assert "partial" not in dict(report.describe(tmp_path / "m", load_model(tmp_path / "m")))
+    run("report", tmp_path / "m", "-o", tmp_path / "done.html")
+    text = (tmp_path / "done.html").read_text()
+    assert "An unfinished" not in text and "--resume" not in text
 
 
 def test_a_partial_model_draws_the_curve_its_stopped_run_recorded(corpora, tmp_path, monkeypatch):
@@ -421,6 +424,8 @@ def test_bad_output_is_refused_before_any_work(lda, tmp_path):
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(TopicscaleError, match=f"is a file of the topicscale model in {lda}"):
         report.write_report(lda, lda / "model.npz")
+    with pytest.raises(TopicscaleError, match="must end in .html"):
+        report.write_report(lda, tmp_path / "page")
 
 
 # ------------------------------------------------------------------------------ fit --report

@@ -419,8 +419,7 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
         config["threads"] = _set_threads(config["threads"])
     if config["report"]:                        # refused now rather than after the training
         from .report import check_output
-        check_output(config["report"])
-        _check_html(config["report"], "--report")
+        check_output(config["report"], "--report")
     say = lambda msg: click.echo(msg, err=True)
     summary, signum = run_fit(config, resume=bool(resume), progress=_show_progress(quiet), say=say,
                               worker_threads=worker_threads)
@@ -878,17 +877,10 @@ def report(model, output, heldout, n_words, threads):
     sizes, each topic's top words with its coherence (saved by `eval --coherence`, else NPMI in
     the training corpus), an intertopic distance map, and the topic correlations of a CTM or
     the effective topics of an HDP. Needs matplotlib: pip install topicscale[report]."""
-    from .report import check_output, write_report
-    check_output(output)
-    _check_html(output, "-o")
+    from .report import write_report
     _set_threads(threads)
     write_report(model, output, heldout=heldout, top_n=n_words)
     click.echo(f"wrote {output}", err=True)
-
-
-def _check_html(output, hint):
-    if not output.endswith(".html"):
-        raise click.BadParameter("the report must end in .html", param_hint=hint)
 
 
 from .classify.cli import classify  # noqa: E402  (Bayesian logistic regression on topics)

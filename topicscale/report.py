@@ -159,7 +159,7 @@ def stick_summary(model):
             "n99": carrying(weights, 0.99)}
 
 
-def describe(model_path, model):
+def describe(model):
     """(name, value) pairs for the page's head: the model, its state and how it was trained."""
     from .coherence import model_diversity, model_repeats
     s = model.settings
@@ -167,8 +167,6 @@ def describe(model_path, model):
              ("documents seen", model.docs_seen), ("global steps", model.step)]
     facts += [(name, s[key]) for name, key in (("algorithm", "algorithm"), ("local step", "local"),
                                                ("training corpus", "corpus"), ("seed", "seed")) if key in s]
-    if s.get("partial"):
-        facts.append(("partial", f"training was stopped; `topicscale fit --resume {model_path}` continues it"))
     facts.append(("diversity (top 25 words)", f"{model_diversity(model):.3f}"))
     facts.append(("repeated topics (over half of the top 10 shared)", model_repeats(model)))
     return facts
@@ -190,7 +188,7 @@ def gather(model_path, heldout=None, top_n=10):
               for k, (ids, _) in zip(shown, top_words(model.lam, top_n, shown))]
     partial_step = model.step if model.settings.get("partial") else None
     curve, curve_note = heldout_curve(model_path, partial_step)
-    data = ReportData(model_path=str(model_path), kind=model.kind, facts=describe(model_path, model),
+    data = ReportData(model_path=str(model_path), kind=model.kind, facts=describe(model),
                       topics=topics, weights=weights, coherence_measures=measures,
                       coherence_note=coherence_note, curve=curve, curve_note=curve_note,
                       partial=partial_step is not None)
@@ -219,10 +217,10 @@ def _last_eval(model_path, partial_step=None):
     return evals[-1] if evals else None
 
 
-def check_output(output):
-    """Refuse (TopicscaleError), before any work is done: no matplotlib (saying how to install
-    it), an output path that is a folder or whose folder does not exist, or a file of a model or
-    corpus folder."""
+def check_output(output, option="-o"):
+    """Refuse (TopicscaleError naming `option`), before any work is done: no matplotlib (saying
+    how to install it), an output path that is a folder, does not end in .html or whose folder
+    does not exist, or a file of a model or corpus folder."""
     from .report_plots import require_matplotlib
     require_matplotlib()
     out = Path(output)
@@ -230,6 +228,8 @@ def check_output(output):
         raise TopicscaleError(f"{output} names a folder; give the report's file name (e.g. report.html)")
     check_parent(out)
     check_not_owned(out)
+    if not str(output).endswith(".html"):
+        raise TopicscaleError(f"{option}: the report must end in .html")
 
 
 def write_report(model_path, output, heldout=None, top_n=10):
