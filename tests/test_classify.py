@@ -363,10 +363,11 @@ def test_cli_fit_and_predict_on_infer_output(pipeline, tmp_path):
     assert piped.exit_code == 0 and json.loads(piped.output) == pred
     fifo = tmp_path / "theta.fifo"
     os.mkfifo(fifo)
-    writer = threading.Thread(target=lambda: fifo.write_text((root / "theta.tsv").read_text()))
-    writer.start()
+    writer = threading.Thread(target=lambda: fifo.write_text((root / "theta.tsv").read_text()), daemon=True)
+    writer.start()              # a daemon: a predict that never opens the pipe fails, not hangs
     assert json.loads(run("classify", "predict", tmp_path / "clf", fifo, "--json").output) == pred
-    writer.join()
+    writer.join(timeout=10)
+    assert not writer.is_alive()
     info = run("classify", "info", tmp_path / "clf").output
     assert "topic_0, topic_1, topic_2" in info and "['" not in info and "{'" not in info
     # an existing classifier is kept unless --force

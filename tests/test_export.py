@@ -356,6 +356,13 @@ def test_no_output_replaces_a_file_of_a_model_or_a_corpus(fitted, tmp_path):
     run("export", model, "-o", data / "topics.npy")            # beside them is fine
     run("infer", model, data, "-o", model / "theta.npy")
     assert (data / "topics.vocab.txt").exists() and (model / "theta.ids.txt").exists()
+    starting = tmp_path / "starting"        # a fit before its first checkpoint: its log and lock only
+    starting.mkdir()
+    (starting / ".run.jsonl").write_text("")
+    from topicscale.atomic import check_not_owned
+    from topicscale.errors import TopicscaleError
+    with pytest.raises(TopicscaleError, match="is a file of the topicscale model"):
+        check_not_owned(starting / ".run.jsonl")
 
 
 def without(module, *argv):

@@ -108,8 +108,7 @@ def test_gibbs_rejects_fractional_counts_and_bad_settings():
 
 def test_infer_and_transform_give_a_document_the_same_proportions_wherever_it_sits():
     """A sampler's document step is seeded by the document's words and counts in `infer` and
-    `transform` (it was by its place in the input: a 12-token row moved from 0.90 on one topic to
-    0.67 on another when given alone); content_keys ignores the entries' order."""
+    `transform`, not its place in the input; content_keys ignores the entries' order."""
     from scipy.sparse import csr_matrix
     from topicscale import LDA
     from topicscale.inference.local_steps.entries import content_keys

@@ -161,7 +161,7 @@ def test_json_lines_fields_are_named_as_for_prepare(setup, tmp_path):
 
 def test_a_full_temporary_folder_is_named_with_what_chooses_it(setup, tmp_path, monkeypatch):
     """Standard input is copied into the temporary folder, and infer encodes raw INPUTS there: with
-    no space there the error names that folder and TMPDIR (was: `No space left on device` alone)."""
+    no space there the error names that folder and TMPDIR."""
     import errno
     import shutil
     import tempfile

@@ -141,8 +141,7 @@ def as_another_user():
 @pytest.mark.parametrize("home", ["missing", "read-only", "unreadable", "unreadable, NUMBA_CACHE_DIR set"])
 def test_kernels_compile_and_cache_with_a_read_only_install_and_no_usable_home(home):
     """A read-only install run with a HOME that is missing, read-only (555) or that the user cannot
-    enter (000, as /root after sudo): the kernels compile and cache (was: "no locator available",
-    or Permission denied on the user's cache folder even with NUMBA_CACHE_DIR set)."""
+    enter (000, as /root after sudo): the kernels compile and cache, also with NUMBA_CACHE_DIR set."""
     prefix = as_another_user()
     if prefix is None:
         pytest.skip("cannot run a process as another user (setpriv)")

@@ -220,8 +220,7 @@ def test_svi_paper_preset_gives_the_papers_first_step(tiny, tmp_path):
 
 @pytest.mark.parametrize("command", ["fit", "eval", "prepare", "synth"])
 def test_a_negative_seed_is_a_usage_error(tiny, tmp_path, command):
-    """--seed -1 is refused before any work (numpy's generators and the split's hash took it as
-    a traceback); the largest seed the kernels take trains and scores."""
+    """--seed -1 is refused before any work; the largest seed the kernels take trains and scores."""
     corpus, heldout = tiny
     (tmp_path / "in.txt").write_text("apple pear plum\npear plum fig\napple fig plum\n")
     big = str(2**63 - 1)

@@ -132,7 +132,7 @@ def test_every_lda_global_step_learns_both_priors(planted, tmp_path, algorithm, 
 
 def test_a_run_shorter_than_the_eta_interval_learns_eta(planted, tmp_path):
     """eta moves from the first minibatch on, so a run of fewer than ETA_EVERY minibatches
-    learns it (it stayed at its start, silently)."""
+    learns it."""
     _, corpus, _ = planted
     steps = priors.ETA_EVERY - 1
     run("fit", corpus.path, "-k", 10, "--eta", "auto", "--passes", steps * 100 / corpus.n_docs,

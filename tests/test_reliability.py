@@ -118,7 +118,7 @@ def test_signal_writes_a_partial_model_that_resumes(planted, reference, tmp_path
 def test_sigterm_unwinds_as_ctrl_c_does_and_leaves_no_temporary_file(tmp_path, source):
     """SIGTERM (cron's `timeout`) to a prepare writing its corpus, or spooling standard input that
     is still open: exit status 143, one line, and neither the hidden output folder nor the copy of
-    standard input is left (were: killed, both left behind)."""
+    standard input is left."""
     import random
     rng = random.Random(0)
     words = ["".join(rng.choices("abcdefghij", k=5)) for _ in range(2000)]

@@ -311,7 +311,7 @@ def drawn_circles(ax):
 
 
 def test_the_map_shows_every_circle_whole():
-    """200 topics, the largest at the top of the map (where its circle was sliced flat)."""
+    """200 topics, the largest at the top of the map: every circle lies within the axes."""
     from topicscale.report_plots import map_figure
     rng = np.random.default_rng(3)
     coordinates = rng.uniform(-0.5, 0.5, size=(200, 2)) * [0.47, 0.46]

@@ -61,7 +61,7 @@ def check_not_owned(*paths):
     from .runs import CHECKPOINT_FILE, RUN_LOG
     model_files = {store.MODEL_FILE, store.METRICS_FILE, store.SCORES_FILE, CHECKPOINT_FILE, RUN_LOG,
                    LOCK_FILE, CLASSIFIER_FILE}
-    markers = (store.MODEL_FILE, CHECKPOINT_FILE, CLASSIFIER_FILE)
+    markers = (store.MODEL_FILE, CHECKPOINT_FILE, CLASSIFIER_FILE, RUN_LOG, LOCK_FILE)
     for path in paths:
         target = Path(path).resolve()
         folder = target.parent

@@ -108,8 +108,6 @@ def check_value(option, value):
             value = os.fspath(value)
         except TypeError:
             raise refuse("must be a path") from None
-    if option == "seed" and value < 0:
-        raise refuse("must be 0 or more")
     if kind is not int:
         try:
             value = kind.convert(value, None, None)

@@ -55,7 +55,7 @@ def infer_proportions(model_path, inputs, output, fmt=None, progress=False, exec
             raise in_temporary_folder("encode the documents in", exc) from None
         summary = _infer_corpus(model, Corpus(Path(tmp) / "corpus"), output, executor, as_json)
         return dict(summary, without_model_words=prepared["empty_kept"],
-                    **{k: v for k, v in prepared.items() if k == "tokenizer_unrecorded"})
+                    tokenizer_unrecorded=prepared.get("tokenizer_unrecorded"))
 
 
 def theta_block(block, local, rows, prior):

@@ -19,6 +19,7 @@ def choose_wait_policy(environ, loadavg="/proc/loadavg"):
     waits for the scheduler. Waiting threads then sleep at once; on an idle machine they spin,
     which wakes them sooner (benchmarks/results/contention.md). Read by the OpenMP runtime when
     it loads (numba.set_num_threads or the first parallel kernel), so chosen as topicscale is
-    imported."""
+    imported, before --threads is known (the default uses every core); processes started from
+    this one (dask workers) inherit it."""
     if "OMP_WAIT_POLICY" not in environ and others_running(loadavg):
         environ["OMP_WAIT_POLICY"] = "PASSIVE"

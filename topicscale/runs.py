@@ -165,8 +165,9 @@ def with_defaults(config):
                                   "(no --passes, --max-docs or --time-limit)")
         if config["merge"] is None:
             config["merge"] = until_converged and not config["init_model"]
-    if config.get("start") == "assignment" and learned_priors(config) and run_limits(config).passes == 1 \
-            and config.get("passes") is None:
+    trains_by_sweeps = (config.get("polish") != 0
+                        and not any(config.get(n) for n in ("passes", "time_limit", "max_docs")))
+    if config.get("start") == "assignment" and learned_priors(config) and trains_by_sweeps:
         raise TopicscaleError(f"{' and '.join(learned_priors(config))} learn the priors in the streamed passes, "
                               "and --start assignment trains one pass, then the polish's sweeps, which keep "
                               "them fixed: leave --start at auto (or near-uniform), or give --polish 0 or --passes")

@@ -99,5 +99,5 @@ def update_priors(model, result, rho):
     learn_alpha, learn_eta = learns(model)
     if learn_alpha and result.gamma.shape[0]:
         update_alpha(model, mean_log_theta(result.gamma), rho)
-    if learn_eta and model.step % ETA_EVERY == 1 % ETA_EVERY:
+    if learn_eta and (model.step - 1) % ETA_EVERY == 0:
         update_eta(model, rho)
