@@ -818,6 +818,9 @@ def test_fit_says_why_it_stopped_and_report_and_init_say_what_to_give(model, tmp
     assert "stopped by --max-docs" in r.stdout
     r = run("fit", root / "corpus", "--init", tmp_path / "m", "--model", "hdp", "-o", tmp_path / "h", ok=False)
     assert_user_error(r, "--init model is lda, not hdp: add --model lda")
+    run("fit", root / "corpus", "--model", "hdp", "-k", "5", "--passes", "1", "-q", "-o", tmp_path / "h0")
+    run("fit", root / "corpus", "--init", tmp_path / "h0", "--passes", "1", "-q", "-o", tmp_path / "h1")
+    assert load_model(tmp_path / "h1").kind == "hdp"        # continued as what it is, --model not given
     r = run("report", root / "model", "-o", f"{tmp_path / 'pages'}/", ok=False)
     assert_user_error(r, "names a folder; give the report's file name")
     assert not (tmp_path / "pages").exists()

@@ -132,7 +132,7 @@ def with_defaults(config):
     options this run owns (--polish: auto when the run trains until the model stops improving);
     options it does not own are dropped."""
     config = {"local": None, **{name: None for name in options.BY_NAME}, **config}
-    config["model"] = config.get("model") or "lda"
+    config["model"] = config.get("model") or _init_kind(config) or "lda"
     config["algorithm"] = config.get("algorithm") or "svi"
     algorithm = registry.global_step_class(config["model"], config["algorithm"])
     paper = getattr(algorithm, "DEFAULTS", {})
@@ -172,6 +172,12 @@ def with_defaults(config):
                               "and --start assignment trains one pass, then the polish's sweeps, which keep "
                               "them fixed: leave --start at auto (or near-uniform), or give --polish 0 or --passes")
     return config
+
+
+def _init_kind(config):
+    """The kind of the --init model (lda, hdp, ctm), or None without --init: it is continued as
+    what it is when --model is not given."""
+    return store.load(config["init_model"])[0].get("model") if config.get("init_model") else None
 
 
 def _init_local(config):
