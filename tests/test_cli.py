@@ -290,6 +290,10 @@ def test_synth_says_where_it_drew_the_heldout_documents(model, tmp_path):
     assert json.loads(run("info", tmp_path / "s-heldout", "--json").output)["documents"] == 2
     ids = [(tmp_path / f).read_text().split() for f in ("s/ids.txt", "s-heldout/ids.txt")]
     assert ids == [["s0", "s1", "s2", "s3", "s4"], ["h0", "h1"]]      # no id in both
+    for corpus in ("s", "s-heldout"):      # what they were drawn from is recorded
+        source = json.loads((tmp_path / corpus / "manifest.json").read_text())["source"][0]
+        assert source["model"] == str((root / "model").resolve())
+        assert source["topics"] == list(range(load_model(root / "model").n_topics))
 
 
 def test_eval_says_why_documents_were_not_scored():

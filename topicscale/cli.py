@@ -273,7 +273,8 @@ def _refuse_unused_prepare_options(fmt, vocab):
 @click.option("--alpha", type=click.FloatRange(0, min_open=True), default=0.1, show_default=True,
               help="Dirichlet prior of the documents' topic proportions.")
 @click.option("--heldout", type=click.IntRange(0), default=0, help="Also draw this many documents into OUTPUT-heldout.")
-@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True,
+              help="Seed of the draws: same seed, same corpus (OUTPUT-heldout draws with the next seed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def synth(model, output, documents, doc_length, alpha, heldout, seed, as_json, quiet):
@@ -291,12 +292,14 @@ def synth(model, output, documents, doc_length, alpha, heldout, seed, as_json, q
     for path in (output, heldout_output) if heldout else (output,):     # before drawing any
         check_corpus_output(path)
     m = load_model(model)
-    beta = m.expected_beta()[:, exported_topics(m)].T
+    topics = exported_topics(m)
+    beta = m.expected_beta()[:, topics].T
+    drawn_from = {"model": str(Path(model).resolve()), "topics": [int(k) for k in topics]}
     summary = synthesize(beta, m.vocab, output, documents, doc_length, alpha, seed=seed,
-                         progress=_show_progress(quiet))
+                         progress=_show_progress(quiet), drawn_from=drawn_from)
     if heldout:
         summary["heldout"] = synthesize(beta, m.vocab, heldout_output, heldout, doc_length,
-                                        alpha, seed=seed + 1, id_prefix="h")["output"]
+                                        alpha, seed=seed + 1, id_prefix="h", drawn_from=drawn_from)["output"]
     _emit(as_json, summary, [f"wrote {summary['output']}: {summary['documents']} documents drawn from "
                              f"{summary['topics']} topics"
                              + (f", and {heldout} held-out ones to {summary['heldout']}" if heldout else "")])

@@ -13,9 +13,10 @@ BLOCK_DOCS = 10_000
 
 
 def synthesize(beta, vocab, output, n_docs, doc_length, alpha, seed=0, progress=False,
-               shard_docs=SHARD_DOCS, id_prefix="s"):
+               shard_docs=SHARD_DOCS, id_prefix="s", drawn_from=None):
     """Write `n_docs` documents drawn from LDA(beta (K x V), alpha) to the corpus `output`, their
-    ids `id_prefix` and their number."""
+    ids `id_prefix` and their number; `drawn_from` ({"model": folder, "topics": its topic numbers,
+    beta's rows}) is recorded in the manifest's source beside the draw's settings."""
     beta = np.asarray(beta, dtype=np.float64)
     cumulative = np.cumsum(beta, axis=1)
     alpha = np.full(beta.shape[0], float(alpha))
@@ -23,7 +24,7 @@ def synthesize(beta, vocab, output, n_docs, doc_length, alpha, seed=0, progress=
     written = 0
     with CorpusWriter(output, vocab, shard_docs=shard_docs,
                       source=[{"synthetic": "lda", "docs": n_docs, "doc_length": doc_length,
-                               "alpha": float(alpha[0]), "seed": seed}]) as writer, \
+                               "alpha": float(alpha[0]), "seed": seed, **(drawn_from or {})}]) as writer, \
             tqdm(total=n_docs, unit="doc", disable=not progress, leave=False) as bar:
         for block, start in enumerate(range(0, n_docs, BLOCK_DOCS)):
             lengths = np.maximum(rng.poisson(doc_length, size=min(BLOCK_DOCS, n_docs - start)), 1)
