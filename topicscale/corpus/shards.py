@@ -85,17 +85,13 @@ def _npy_header(path):
         return shape, dtype, fh.tell(), os.fstat(fh.fileno()).st_size
 
 
-def _data_offset(path):
-    """Byte offset of the array data in a .npy file."""
-    return _npy_header(path)[2]
-
-
 DAMAGED = "the corpus is damaged: prepare it again"
 
 
 def check_npy_size(path, length):
-    """InputError naming the .npy file `path` unless its header holds `length` elements (the
-    manifest's count) and the file is as long as the header says; reads the header only."""
+    """The byte offset of the array data in the .npy file `path`; an InputError naming it unless
+    its header holds `length` elements (the manifest's count) and the file is as long as the
+    header says. Reads the header only."""
     try:
         shape, dtype, offset, size = _npy_header(path)
     except (OSError, ValueError, EOFError) as exc:
@@ -107,6 +103,7 @@ def check_npy_size(path, length):
     if size < need:
         raise InputError(path, None, f"unreadable shard: the file is {size:,} bytes, shorter than the {need:,} "
                          f"its header says (cut short?); {DAMAGED}")
+    return offset
 
 
 def _read_slices(path, offset, starts, lengths, out, out_starts):
@@ -376,9 +373,9 @@ class Corpus:
         if i not in self._shards:
             info = self.shards[i]
             base = self.path / info["name"]
-            indptr, checked = self._check(base, info, i)
+            indptr, checked, offsets = self._check(base, info, i)
             self._shards[i] = (indptr, {part: np.array(array) if self.resident
-                                        else (f"{base}.{part}.npy", _data_offset(f"{base}.{part}.npy"))
+                                        else (f"{base}.{part}.npy", offsets[part])
                                         for part, array in checked.items()})
         return self._shards[i]
 
@@ -393,15 +390,19 @@ class Corpus:
         """InputError naming the first shard file that is missing, or whose header or size
         disagrees with the manifest (headers and file sizes only: no data is read)."""
         for info in self.shards:
-            for part, length in self.shard_lengths(info).items():
-                check_npy_size(self.path / f"{info['name']}.{part}.npy", length)
+            self._check_sizes(info)
+
+    def _check_sizes(self, info, parts=None):
+        """{part: byte offset of its data} of the shard's files `parts` (default: all of them),
+        each checked by check_npy_size."""
+        lengths = self.shard_lengths(info)
+        return {part: check_npy_size(self.path / f"{info['name']}.{part}.npy", lengths[part])
+                for part in parts or lengths}
 
     def _check(self, base, info, i):
-        """Validate a shard's three arrays against the manifest; returns indptr (a copy) and
-        {part: the word ids or counts, memory-mapped}."""
-        lengths = self.shard_lengths(info)
-        for part in ("indptr", "indices", "counts"):
-            check_npy_size(f"{base}.{part}.npy", lengths[part])
+        """Validate a shard's three arrays against the manifest; returns indptr (a copy),
+        {part: the word ids or counts, memory-mapped} and {part: byte offset of its data}."""
+        offsets = self._check_sizes(info, ("indptr", "indices", "counts"))
         try:
             indptr, indices, counts = (np.load(f"{base}.{part}.npy", mmap_mode="r")
                                        for part in ("indptr", "indices", "counts"))
@@ -425,7 +426,7 @@ class Corpus:
                                  f"{self.starts[i] + row} (vocabulary has {self.n_words} words)")
             if counts.min() <= 0:
                 raise InputError(f"{base}.counts.npy", None, "non-positive count")
-        return np.array(indptr), {"indices": indices, "counts": counts}
+        return np.array(indptr), {"indices": indices, "counts": counts}, offsets
 
     def rows(self, rows):
         """Gather documents by global row number (in the order given) into one CSR block.
@@ -471,9 +472,7 @@ class Corpus:
             raise InputError(self.path, None, "keeps no token order; prepare it with --keep-order")
         for i, info in enumerate(self.shards):
             base = self.path / info["name"]
-            lengths = self.shard_lengths(info)
-            for part in ("tokptr", "tokens"):
-                check_npy_size(f"{base}.{part}.npy", lengths[part])
+            self._check_sizes(info, ("tokptr", "tokens"))
             try:
                 tokptr = np.load(f"{base}.tokptr.npy")
                 tokens = np.load(f"{base}.tokens.npy")
