@@ -132,15 +132,16 @@ def with_defaults(config):
     options this run owns (--polish: auto when the run trains until the model stops improving);
     options it does not own are dropped."""
     config = {"local": None, **{name: None for name in options.BY_NAME}, **config}
-    config["model"] = config.get("model") or _init_kind(config) or "lda"
+    init = store.load(config["init_model"])[0] if config.get("init_model") else {}   # its meta, read once
+    config["model"] = config.get("model") or init.get("model") or "lda"     # continued as what it is
     config["algorithm"] = config.get("algorithm") or "svi"
     algorithm = registry.global_step_class(config["model"], config["algorithm"])
     paper = getattr(algorithm, "DEFAULTS", {})
     sized = dict(config, batch_size=config["batch_size"] or paper.get("batch_size")
                  or options.BY_NAME["batch_size"].default)
     brought = {}
-    if config["local"] is None and config.get("init_model"):
-        config["local"] = _init_local(config)       # --init continues a model with its own local step
+    if config["local"] is None and init:
+        config["local"] = _init_local(init, config)     # --init continues a model with its own local step
     if config["local"] is None:
         config["local"], brought = default_step(sized)
     options.check(config)
@@ -174,16 +175,10 @@ def with_defaults(config):
     return config
 
 
-def _init_kind(config):
-    """The kind of the --init model (lda, hdp, ctm), or None without --init: it is continued as
-    what it is when --model is not given."""
-    return store.load(config["init_model"])[0].get("model") if config.get("init_model") else None
-
-
-def _init_local(config):
-    """The local step the --init model was trained with, when this run's model and algorithm take
-    it (else None: the run's rule chooses, and new_model refuses a model of another kind)."""
-    meta = store.load(config["init_model"])[0]
+def _init_local(meta, config):
+    """The local step the --init model (its `meta`) was trained with, when this run's model and
+    algorithm take it (else None: the run's rule chooses, and new_model refuses a model of another
+    kind)."""
     local = meta.get("settings", {}).get("local")
     takes = registry.cell(config["model"], config["algorithm"]).locals
     return local if meta.get("model") == config["model"] and local in takes else None
