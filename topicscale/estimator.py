@@ -162,7 +162,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         words = self._vocabulary(vocabulary, self.n_features_in_)
         self._check_init_model(words)
         with tempfile.TemporaryDirectory(prefix="topicscale-corpus-") as tmp:
-            n_docs = self._write(Path(tmp) / "corpus", rows, words)
+            n_docs = matrix.write_counted_corpus(Path(tmp) / "corpus", rows, words)
             model, summary, metrics = self._train(Path(tmp) / "corpus", of_x=True, total_samples=None)
         if model.settings.get("corpus"):          # the temporary corpus is gone
             del model.settings["corpus"]
@@ -209,7 +209,7 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
                 raise ValueError("vocabulary differs from the fitted model's")
         one_pass = {"passes": 1.0, "max_docs": None, "time_limit": None}
         with tempfile.TemporaryDirectory(prefix="topicscale-corpus-") as tmp:
-            n_docs = self._write(Path(tmp) / "corpus", rows, words)
+            n_docs = matrix.write_counted_corpus(Path(tmp) / "corpus", rows, words)
             if first:
                 model, summary, metrics = self._train(Path(tmp) / "corpus", of_x=True, **one_pass)
                 prior = ""
@@ -250,12 +250,6 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             if value is not None and value != own:
                 warnings.warn(f"{name}={value!r} differs from the fitted model's {own!r}: partial_fit "
                               "continues the fitted model with its own (fit starts a new one)", stacklevel=3)
-
-    def _write(self, path, rows, words):
-        n_docs = matrix.write_corpus(path, rows, words)
-        if n_docs == 0:
-            raise ValueError("X holds no counts: every row is zero once rounded to whole counts")
-        return n_docs
 
     # ------------------------------------------------------------------ using the model
     @property

@@ -54,3 +54,11 @@ def write_corpus(path, rows, vocab):
         writer.add_block([str(i) for i in kept], indptr, rows.indices, rows.counts.astype(np.int32))
         writer.stats = {"skipped_empty": int(rows.n_docs - kept.shape[0])}
     return int(kept.shape[0])
+
+
+def write_counted_corpus(path, rows, vocab):
+    """write_corpus, refusing (ValueError) a matrix that holds no counts."""
+    n_docs = write_corpus(path, rows, vocab)
+    if n_docs == 0:
+        raise ValueError("X holds no counts: every row is zero once rounded to whole counts")
+    return n_docs

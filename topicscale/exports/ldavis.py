@@ -200,6 +200,5 @@ def _matrix_corpus(X, model, path):
         raise ValueError(f"X has {X.shape[1]} columns, but the model has {model.n_words} words")
     if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
         raise ValueError("X holds NaN or infinite values: it must hold word counts")
-    if matrix.write_corpus(path, matrix.as_rows(X), model.vocab) == 0:
-        raise ValueError("X holds no counts: every row is zero once rounded to whole counts")
+    matrix.write_counted_corpus(path, matrix.as_rows(X), model.vocab)
     return Corpus(path)
