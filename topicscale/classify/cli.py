@@ -26,10 +26,11 @@ def classify():
       topicscale classify predict clf new-theta.tsv --json
 
     FEATURES: `topicscale infer` output (TSV with a header and ids first, or .npy with FILE.ids.txt
-    beside it) or any dense matrix (.tsv, .csv, .npy); `-` reads the text on standard input. LABELS and GROUPS: one value per line in
-    row order, or `id<TAB>value` lines matched by id. Topic proportions (rows summing to one) get
-    no intercept: all K columns are kept and theta_k is the log-odds of a document of topic k
-    alone; other features get an intercept. Columns are scaled to unit standard deviation.
+    beside it) or any dense matrix (.tsv, .csv, .npy); `-` reads the text on standard input.
+    LABELS and GROUPS: one value per line in row order, or `id<TAB>value` lines matched by id.
+    Topic proportions (rows summing to one) get no intercept: all K columns are kept and theta_k
+    is the log-odds of a document of topic k alone; other features get an intercept. Columns are
+    scaled to unit standard deviation.
     """
 
 

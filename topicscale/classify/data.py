@@ -4,8 +4,8 @@ FEATURES
     * what `topicscale infer` writes: FILE.tsv (a header line `id<TAB>topic_0<TAB>...`, then one
       row per document, the id first) or FILE.npy with FILE.ids.txt beside it;
     * any dense matrix: .npy (2-D; ids from FILE.ids.txt if that file exists), or delimited text
-      (.tsv / .txt: tabs, else runs of spaces; .csv: commas; `-` reads it on standard input). A first line with a field
-      that is not a number is a header. The first column holds row ids when the header names it
+      (.tsv / .txt: tabs, else runs of spaces; .csv: commas; `-` reads it on standard input).
+      A first line with a field that is not a number is a header. The first column holds row ids when the header names it
       `id`, or when any of its values is not a number; otherwise every column is a feature.
 LABELS, GROUPS (one value per feature row)
     * one value per line, in the feature rows' order; or
