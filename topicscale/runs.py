@@ -200,7 +200,8 @@ def new_model(config, corpus):
             carried["start"] = model.settings["start"]                      # and where it started
     else:
         cls = registry.model_class(config["model"])
-        model = cls.from_config(corpus.vocab, config, np.random.default_rng([config["seed"], 0x1A]))
+        model = cls.from_config(corpus.vocab, dict(config, corpus_docs=corpus_size(config, corpus)),
+                                np.random.default_rng([config["seed"], 0x1A]))
         carried = {f"{name}_auto": True for name in ("alpha", "eta") if config.get(name) == "auto"}
     kept = RUN_ONLY | set(options.KEPT_BY_INIT)
     model.settings = {k: v for k, v in config.items() if k not in kept and v is not None}
@@ -213,14 +214,18 @@ def new_model(config, corpus):
     return model
 
 
+def corpus_size(config, corpus):
+    """D, the documents the global step scales a minibatch's statistics to: the corpus's, or the
+    estimators' total_samples (partial_fit streams a larger corpus than each call's X)."""
+    return config.get("total_samples") or corpus.n_docs
+
+
 def build_algorithm(model, config, corpus):
     """The run's global step around the model's local step (both from the settings), for a corpus
-    of D documents: the corpus's, or the estimators' total_samples (partial_fit streams a larger
-    one; its tokens estimated at the corpus's tokens a document)."""
+    of corpus_size documents (its tokens estimated at the corpus's tokens a document)."""
     algorithm = registry.global_step_class(model.kind, config["algorithm"])
-    docs, tokens = corpus.n_docs, corpus.n_tokens
-    if config.get("total_samples"):
-        docs, tokens = config["total_samples"], tokens * config["total_samples"] / docs
+    docs = corpus_size(config, corpus)
+    tokens = corpus.n_tokens * (docs / corpus.n_docs)
     return registry.build(algorithm, model, registry.local_step_for(model), docs,
                           settings={**config, "corpus_tokens": tokens})
 

@@ -195,13 +195,13 @@ class HDPModel(LazyTopics):
     def from_config(cls, vocab, config, rng):
         """A new model from fit settings; unset ones take the HDP defaults: corpus truncation
         K = 100 (n_topics), alpha by the document step (default_alpha), omega = 1, eta = 0.01.
-        The corpus size D for the initial scale is config["total_samples"] or config["corpus_docs"],
-        else read from the corpus folder config["corpus"]. The paper's document step (local "hdp") starts from
+        The corpus size D for the initial scale is config["corpus_docs"], else read from the
+        corpus folder config["corpus"]. The paper's document step (local "hdp") starts from
         random topics, an LDA document step from near-uniform ones (`initial`)."""
         def get(name, default):
             value = config.get(name)
             return default if value is None else value
-        docs = config.get("total_samples") or config.get("corpus_docs")
+        docs = config.get("corpus_docs")
         if docs is None and config.get("corpus"):
             from ..corpus.shards import open_corpus
             docs = open_corpus(config["corpus"]).n_docs
