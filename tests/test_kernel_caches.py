@@ -127,12 +127,15 @@ def test_without_a_writable_cache_folder_numba_caches_in_a_private_temp_folder(t
 
 def as_another_user():
     """The command prefix that runs a process as a user who can write nothing of ours (nobody,
-    when we are root and setpriv is there; else ourselves, for whom modes are enforced), or None."""
+    when we are root, setpriv is there and nobody can import this environment's numpy and numba:
+    not when it lies in a folder only we may enter; else ourselves, for whom modes are enforced),
+    or None."""
     if os.getuid() != 0:
         return []
     prefix = [shutil.which("setpriv") or "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     try:
-        ok = subprocess.run(prefix + [sys.executable, "-c", "pass"], capture_output=True).returncode == 0
+        ok = subprocess.run(prefix + [sys.executable, "-c", "import numpy, numba"],
+                            capture_output=True).returncode == 0
     except OSError:
         ok = False
     return prefix if ok else None
@@ -144,7 +147,8 @@ def test_kernels_compile_and_cache_with_a_read_only_install_and_no_usable_home(h
     enter (000, as /root after sudo): the kernels compile and cache, also with NUMBA_CACHE_DIR set."""
     prefix = as_another_user()
     if prefix is None:
-        pytest.skip("cannot run a process as another user (setpriv)")
+        pytest.skip("cannot run this environment's Python as another user "
+                    "(no setpriv, or it lies in a folder only we may enter)")
     base = Path(tempfile.mkdtemp())
     try:
         base.chmod(0o755)
