@@ -69,6 +69,26 @@ def test_training_stops_when_two_passes_in_a_row_fail_to_beat_the_best(scores, s
     assert convergence.stopped_converging(scores) == stopped
 
 
+@pytest.mark.parametrize("scores,stopped", [
+    ([-8.0, -7.9, -7.8995, -7.92], False),         # two passes short of the best: an HDP waits
+    ([-8.0, -7.9, -7.8995, -7.92, -7.95], True),
+    ([-8.0, -7.9, -7.8995, -7.92, -7.88], False),
+])
+def test_an_hdp_stops_when_three_passes_in_a_row_fail_to_beat_the_best(scores, stopped):
+    assert convergence.patience("hdp") == 3 and convergence.patience("lda") == 2
+    assert convergence.stopped_converging(scores, patience=convergence.patience("hdp")) == stopped
+
+
+def test_fit_of_an_hdp_without_passes_waits_three_passes(planted, tmp_path):
+    _, corpus, _ = planted
+    args = ["fit", corpus.path, "--model", "hdp", "-k", 20, "--batch-size", 300, "--polish", 0, "--no-merge",
+            "-o", tmp_path / "m"]
+    scores = json.loads(run(*args, "--json", "-q").stdout)["pass_scores"]
+    assert convergence.stopped_converging(scores, patience=3)
+    assert not any(convergence.stopped_converging(scores[:n], patience=3) for n in range(len(scores)))
+    assert f"converged after {len(scores)} passes: the last 3 did not beat" in run(*args, "--force", "-q").output
+
+
 def test_a_small_corpus_holds_nothing_aside():
     class Sized:
         n_docs = 1999

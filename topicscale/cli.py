@@ -560,12 +560,13 @@ def _repeats_line(summary):
 
 def _convergence_line(summary):
     """Why a run without --passes stopped where it did."""
-    from .convergence import MAX_PASSES, MIN_GAIN, PATIENCE
+    from .convergence import MAX_PASSES, MIN_GAIN, patience
     scores, on = summary.get("pass_scores", []), summary["scored_on"]
     gain = f"{scores[-1] - scores[-2]:+.4f}" if len(scores) >= 2 else None
     if summary["stopped"] == "converged":
-        best = max(scores[:-PATIENCE])
-        return (f"converged after {len(scores)} passes: the last {PATIENCE} did not beat {best:.4f} on {on} "
+        waited = patience(summary.get("model"))
+        best = max(scores[:-waited])
+        return (f"converged after {len(scores)} passes: the last {waited} did not beat {best:.4f} on {on} "
                 f"by {MIN_GAIN} nats a word")
     if summary["stopped"] == "passes" and summary.get("start") == "assignment" and summary.get("polish"):
         return "one pass from the assignment start; the polish's sweeps train on from there"

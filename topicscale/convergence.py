@@ -7,8 +7,9 @@ on the held-out corpus when the run has one, else on documents drawn by the seed
 from training (aside_rows: a twentieth of the corpus, at most ASIDE_DOCS). Scored on documents it
 trains on, a model keeps gaining after held-out documents stopped (an HDP's own predictive for
 dozens of passes), so it trains too long. A corpus too small to spare ASIDE_MIN documents is
-scored on a sample of its training documents. Training stops when PATIENCE passes in a row fail
-to beat the best score by MIN_GAIN nats a word, or after MAX_PASSES passes. One pass of a corpus
+scored on a sample of its training documents. Training stops when PATIENCE passes in a row
+(an HDP's: HDP_PATIENCE) fail to beat the best score by MIN_GAIN nats a word, or after MAX_PASSES
+passes. One pass of a corpus
 of a billion tokens already gains little in its second; a few thousand documents need dozens.
 """
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 MIN_GAIN = 0.002          # nats a word a pass
 MAX_PASSES = 50
 PATIENCE = 2              # passes in a row that must fail to gain
+HDP_PATIENCE = 3          # ... an HDP's (patience)
 SAMPLE_DOCS = 1000        # training documents scored when none are held aside
 ASIDE_DOCS = 1000
 ASIDE_SHARE = 20          # at most one document in ASIDE_SHARE held aside
@@ -151,9 +153,17 @@ class PassScorer:
             self._cvb0_completion(model, self.few)
 
 
-def stopped_converging(scores, min_gain=MIN_GAIN):
-    """True when each of the last PATIENCE passes failed to beat the best score before it by
+def patience(kind):
+    """Passes in a row that must fail to gain before a model of `kind` stops. An HDP's score can
+    stay flat for a pass or two before its topics come apart; on documents of a dozen words,
+    stopping there left most of its topics repeating one another, and the merges (merge.py) then
+    folded them into a handful of topics."""
+    return HDP_PATIENCE if kind == "hdp" else PATIENCE
+
+
+def stopped_converging(scores, min_gain=MIN_GAIN, patience=PATIENCE):
+    """True when each of the last `patience` passes failed to beat the best score before it by
     min_gain (scored on unseen documents, a stochastic pass can lose a little and the next gain)."""
-    if len(scores) <= PATIENCE:
+    if len(scores) <= patience:
         return False
-    return all(scores[i] - max(scores[:i]) < min_gain for i in range(len(scores) - PATIENCE, len(scores)))
+    return all(scores[i] - max(scores[:i]) < min_gain for i in range(len(scores) - patience, len(scores)))

@@ -119,6 +119,7 @@ def run_limits(config):
             if config.get("start") == "assignment" and config.get("polish") != 0:
                 passes = 1          # the polish's sweeps train on from there (polish.py)
     return RunLimits(batch_size=config["batch_size"], passes=passes, min_gain=min_gain,
+                     patience=convergence.patience(config.get("model")),
                      chunk_docs=config.get("chunk_docs") or RunLimits.chunk_docs,
                      max_docs=config.get("max_docs") or 0,
                      time_limit=config.get("time_limit") or 0.0, eval_every=config.get("eval_every") or 0,

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 from tqdm import tqdm
 
-from .convergence import stopped_converging
+from .convergence import PATIENCE, stopped_converging
 from .corpus.stream import MinibatchStream, StreamPosition
 from .errors import TopicscaleError
 from .inference.chunks import CHUNK_DOCS, InProcess
@@ -24,6 +24,7 @@ class RunLimits:
     checkpoint_every: int = 0    # minibatches between checkpoints, 0: none by count
     checkpoint_seconds: float = 0.0  # seconds between checkpoints, 0: none by time
     min_gain: float = 0.0        # stop when a pass gains less (convergence.py), 0: no such stop
+    patience: int = PATIENCE     # ... `patience` passes in a row
     chunk_docs: int = CHUNK_DOCS  # documents per chunk of a minibatch's local step (inference/chunks.py)
 
 
@@ -162,7 +163,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                 state.train_seconds += time.perf_counter() - t_score
                 record({"event": "pass_score", "pass": len(state.pass_scores), "docs": state.docs,
                         "score": state.pass_scores[-1], "train_seconds": state.train_seconds})
-                if stopped_converging(state.pass_scores, limits.min_gain):
+                if stopped_converging(state.pass_scores, limits.min_gain, limits.patience):
                     state.stopped = "converged"
             if evaluate and limits.eval_every and state.batches % limits.eval_every == 0:
                 run_eval()
