@@ -196,6 +196,7 @@ def new_model(config, corpus):
         if model.kind != config["model"]:
             raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}: "
                                   f"add --model {model.kind}")
+        dropped = drop_emptied(model) if model.kind == "hdp" else 0
         carried = {k: True for k in LEARNED if model.settings.get(k)}      # the model keeps its priors
         if "start" in model.settings:
             carried["start"] = model.settings["start"]                      # and where it started
@@ -207,12 +208,26 @@ def new_model(config, corpus):
     kept = RUN_ONLY | set(options.KEPT_BY_INIT)
     model.settings = {k: v for k, v in config.items() if k not in kept and v is not None}
     model.settings.update(carried)
+    if config["init_model"] and dropped:
+        model.settings["dropped"] = dropped
     tokenizer = corpus_tokenizer(corpus.manifest)         # how `infer` and `prepare --vocab MODEL`
     if tokenizer is not None:                             # tokenise new text
         model.settings["tokenizer"] = tokenizer
     if model.settings.get("start") == "auto":
         model.settings["start"] = "near-uniform"        # until the run starts over (_starts_over)
     return model
+
+
+def drop_emptied(model):
+    """Continue an HDP without the topics its merges emptied (lambda = eta: merge.py), as its
+    polish does (polish.emptied), and say how many. Kept, they are identical: the stick updates
+    give them weight again, each takes the same tokens, and they come back as copies of one
+    topic."""
+    from .polish import emptied
+    empty = emptied(model)
+    if empty.any():
+        model.keep_topics(np.flatnonzero(~empty))
+    return int(empty.sum())
 
 
 def corpus_size(config, corpus):
@@ -383,6 +398,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary["start"] = model.settings["start"]
         if config["init_model"]:
             summary["init"] = str(config["init_model"])
+            if model.settings.get("dropped"):
+                summary["dropped_topics"] = model.settings["dropped"]
         learned = [name.split("_")[0] for name in LEARNED if model.settings.get(name)]
         if learned:
             summary["learned_priors"] = learned
