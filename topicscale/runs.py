@@ -189,6 +189,7 @@ def new_model(config, corpus):
     """The model a fresh run trains (the --init model, or a new one from the run's settings),
     holding the run's settings: they replace an --init model's, so none of its old steps'
     settings remain."""
+    dropped = 0
     if config["init_model"]:
         from .evaluate import check_vocabulary
         model = load_model(config["init_model"])
@@ -208,7 +209,7 @@ def new_model(config, corpus):
     kept = RUN_ONLY | set(options.KEPT_BY_INIT)
     model.settings = {k: v for k, v in config.items() if k not in kept and v is not None}
     model.settings.update(carried)
-    if config["init_model"] and dropped:
+    if dropped:
         model.settings["dropped"] = dropped
     tokenizer = corpus_tokenizer(corpus.manifest)         # how `infer` and `prepare --vocab MODEL`
     if tokenizer is not None:                             # tokenise new text
