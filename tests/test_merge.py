@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+import scipy.sparse
 from click.testing import CliRunner
 
 from synthetic import lda_documents, planted_topics, write_corpus
@@ -338,6 +339,9 @@ def test_the_estimator_merges_as_fit_does_and_partial_fit_refuses_it(planted, tm
     cli_model = load_model(tmp_path / "cli")
     assert cli_model.settings["merged"] > 0
     assert np.array_equal(est.model_.expected_beta(), cli_model.expected_beta())
+    rows = train.rows(np.arange(300))                  # partial_fit continues the topics the merges kept
+    est.partial_fit(scipy.sparse.csr_matrix((rows.counts, rows.indices, rows.indptr), shape=(300, len(train.vocab))))
+    assert est.components_.shape[0] == 20 - cli_model.settings["merged"]
     with pytest.raises(ValueError, match="not with partial_fit"):
         HDP(n_components=8, merge=True).partial_fit(np.ones((4, 500)))
 
@@ -359,3 +363,44 @@ def test_an_hdp_run_stopped_while_polishing_after_its_merges_resumes_to_the_same
     assert np.array_equal(load_model(tmp_path / "cut").lam, load_model(tmp_path / "merged").lam)
     assert "resuming" in CliRunner().invoke(cli, ["fit", "--resume", str(tmp_path / "cut")]).output
     assert (tmp_path / "cut" / "model.npz").read_bytes() == (tmp_path / "whole" / "model.npz").read_bytes()
+
+
+def test_keep_topics_keeps_their_columns_residual_and_renormalised_weights(duplicated):
+    model = copy(duplicated[0])
+    model.residual = np.arange(10, dtype=float)
+    weights, lam = model.topic_weights(), np.array(model.lam)
+    keep = np.array([0, 3, 4, 8])
+    model.keep_topics(keep)
+    assert model.n_topics == 4 and model.a.shape == model.b.shape == (3,)
+    assert np.array_equal(model.lam, lam[:, keep]) and np.array_equal(model.residual, keep.astype(float))
+    assert np.allclose(model.topic_weights(), weights[keep] / weights[keep].sum())
+
+
+def test_fit_init_of_a_merged_hdp_continues_the_topics_its_merges_kept(planted, tmp_path):
+    """The topics the merges emptied (lambda = eta) are dropped from a continuation: kept, they
+    came back as identical copies of one topic."""
+    _, train, _ = planted
+    runner = CliRunner()
+    r = runner.invoke(cli, ["fit", str(train.path), "--model", "hdp", "-k", "30", "-o", str(tmp_path / "merged"),
+                            "--seed", "1", "--threads", "1", "-q"])
+    assert r.exit_code == 0, r.output
+    merged = load_model(tmp_path / "merged")
+    emptied = (np.asarray(merged.lam) == ETA).all(axis=0)
+    assert 5 <= emptied.sum() < 30
+    r = runner.invoke(cli, ["fit", str(train.path), "--init", str(tmp_path / "merged"), "--passes", "1",
+                            "-o", str(tmp_path / "more"), "--seed", "1", "--threads", "1", "--json", "-q"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    more = load_model(tmp_path / "more")
+    kept = int((~emptied).sum())
+    assert more.n_topics == summary["topics"] == kept and summary["dropped_topics"] == 30 - kept
+    assert more.settings["dropped"] == 30 - kept
+    lam = np.asarray(more.lam)
+    assert len({lam[:, k].tobytes() for k in range(kept)}) == kept
+    assert repeated_topics(more.lam, np.arange(kept)) == 0
+    # the continued topics are the merged model's kept ones, in their order
+    before, after = merged.expected_beta()[:, ~emptied], more.expected_beta()
+    assert np.all(np.abs(before - after).sum(axis=0) < 0.5)
+    text = runner.invoke(cli, ["fit", str(train.path), "--init", str(tmp_path / "merged"), "--passes", "1",
+                               "-o", str(tmp_path / "more"), "--force", "--threads", "1", "-q"]).output
+    assert f"(the {30 - kept} they emptied are dropped)" in text and "lists" not in text

@@ -434,6 +434,10 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
                 if summary.get("workers") else _counted(summary["threads"], "thread"))
              + (f"; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"
                 if summary.get("kernel_load_seconds") is not None else ")")]
+    if summary.get("dropped_topics"):
+        lines.append(f"continued the {summary['topics']} topics of {summary['init']} that its merges kept, "
+                     f"numbered 0-{summary['topics'] - 1} in their order (the {summary['dropped_topics']} "
+                     "they emptied are dropped)")
     if summary.get("started_over"):
         from .polish import outcome
         first = summary["started_over"]
@@ -520,7 +524,7 @@ FULL_TRUNCATION = 0.95     # share of an HDP's truncation listed at which fit sa
 
 def _truncation_binds(summary):
     """An HDP that lists nearly all of its truncation's topics: more might suit the corpus."""
-    return (summary.get("model") == "hdp"
+    return (summary.get("model") == "hdp" and "init" not in summary           # --init keeps its K
             and summary.get("listed_topics", 0) >= FULL_TRUNCATION * summary["topics"])
 
 

@@ -9,8 +9,8 @@ trains on, a model keeps gaining after held-out documents stopped (an HDP's own 
 dozens of passes), so it trains too long. A corpus too small to spare ASIDE_MIN documents is
 scored on a sample of its training documents. Training stops when PATIENCE passes in a row
 (an HDP's: HDP_PATIENCE) fail to beat the best score by MIN_GAIN nats a word, or after MAX_PASSES
-passes. One pass of a corpus
-of a billion tokens already gains little in its second; a few thousand documents need dozens.
+passes. One pass of a corpus of a billion tokens already gains little in its second; a few
+thousand documents need dozens.
 """
 import numpy as np
 

@@ -140,9 +140,9 @@ RUN_OPTIONS = (
            "500, or the algorithm's paper's"),
     Option("passes", ("--passes",), click.FloatRange(0, min_open=True),
            "Passes over the corpus (fractions allowed).", default_text="until two passes in a row (an "
-           "HDP's: three) gain under 0.002 nats a word over the best (scored on --heldout, else on one document in 20, at "
-           "most 1000, held aside from training), at most 50; or until --time-limit / --max-docs when "
-           "one is given"),
+           "HDP's: three) gain under 0.002 nats a word over the best (scored on --heldout, else on one "
+           "document in 20, at most 1000, held aside from training), at most 50; or until --time-limit "
+           "/ --max-docs when one is given"),
     Option("max_docs", ("--max-docs",), click.IntRange(1),
            "Stop after the minibatch that reaches this many documents."),
     Option("time_limit", ("--time-limit",), click.FloatRange(0, min_open=True),

@@ -189,6 +189,7 @@ def new_model(config, corpus):
     """The model a fresh run trains (the --init model, or a new one from the run's settings),
     holding the run's settings: they replace an --init model's, so none of its old steps'
     settings remain."""
+    dropped = 0
     if config["init_model"]:
         from .evaluate import check_vocabulary
         model = load_model(config["init_model"])
@@ -196,6 +197,7 @@ def new_model(config, corpus):
         if model.kind != config["model"]:
             raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}: "
                                   f"add --model {model.kind}")
+        dropped = drop_emptied(model) if model.kind == "hdp" else 0
         carried = {k: True for k in LEARNED if model.settings.get(k)}      # the model keeps its priors
         if "start" in model.settings:
             carried["start"] = model.settings["start"]                      # and where it started
@@ -207,12 +209,26 @@ def new_model(config, corpus):
     kept = RUN_ONLY | set(options.KEPT_BY_INIT)
     model.settings = {k: v for k, v in config.items() if k not in kept and v is not None}
     model.settings.update(carried)
+    if dropped:
+        model.settings["dropped"] = dropped
     tokenizer = corpus_tokenizer(corpus.manifest)         # how `infer` and `prepare --vocab MODEL`
     if tokenizer is not None:                             # tokenise new text
         model.settings["tokenizer"] = tokenizer
     if model.settings.get("start") == "auto":
         model.settings["start"] = "near-uniform"        # until the run starts over (_starts_over)
     return model
+
+
+def drop_emptied(model):
+    """Continue an HDP without the topics its merges emptied (lambda = eta: merge.py), as its
+    polish does (polish.emptied), and say how many. Kept, they are identical: the stick updates
+    give them weight again, each takes the same tokens, and they come back as copies of one
+    topic."""
+    from .polish import emptied
+    empty = emptied(model)
+    if empty.any():
+        model.keep_topics(np.flatnonzero(~empty))
+    return int(empty.sum())
 
 
 def corpus_size(config, corpus):
@@ -383,6 +399,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary["start"] = model.settings["start"]
         if config["init_model"]:
             summary["init"] = str(config["init_model"])
+            if model.settings.get("dropped"):
+                summary["dropped_topics"] = model.settings["dropped"]
         learned = [name.split("_")[0] for name in LEARNED if model.settings.get(name)]
         if learned:
             summary["learned_priors"] = learned

@@ -231,6 +231,17 @@ class HDPModel(LazyTopics):
         the initial topics (token_shares)."""
         return token_shares(self.lam, self.eta, 0.0 if self.residual is None else self.residual)
 
+    def keep_topics(self, keep):
+        """Keep only the topics `keep` (ascending indices), in their stick order: lambda's columns,
+        the residual, and sticks whose E[sigma_k(V)] are the kept weights renormalised (with the
+        kept sticks' concentrations)."""
+        keep = np.asarray(keep, dtype=np.int64)
+        weights = self.topic_weights()[keep]
+        self.lam = np.array(self.lam[:, keep], dtype=np.float64)
+        if self.residual is not None:
+            self.residual = self.residual[keep]
+        self.a, self.b = sticks_for_weights(weights / weights.sum(), self.a[keep[:-1]], self.b[keep[:-1]])
+
     def display_order(self, show_all=True):
         """Topics by decreasing weight: all of them, or (show_all=False) only those that carry
         99% of the weight or of the tokens (`carried`)."""
