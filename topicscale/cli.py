@@ -435,9 +435,9 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
              + (f"; kernels loaded in {summary['kernel_load_seconds']:.2f} s)"
                 if summary.get("kernel_load_seconds") is not None else ")")]
     if summary.get("dropped_topics"):
-        lines.append(f"continued the {summary['topics']} topics of {summary['init']} that its merges kept, "
-                     f"numbered 0-{summary['topics'] - 1} in their order (the {summary['dropped_topics']} "
-                     "they emptied are dropped)")
+        lines.append(f"continued the {_counted(summary['topics'], 'topic')} of {summary['init']} that its "
+                     f"merges kept, numbered from 0 in their order (the {summary['dropped_topics']} they "
+                     "emptied are dropped)")
     if summary.get("started_over"):
         from .polish import outcome
         first = summary["started_over"]
