@@ -261,3 +261,23 @@ def test_resume_refuses_a_corpus_changed_since_the_run_started(tiny, tmp_path, m
     store.save(out, meta, arrays, vocab, filename="checkpoint.npz")
     assert "resuming" in run("fit", "--resume", out, "--threads", "1").output
     assert batch_steps(out) == list(range(1, STEPS + 1)) and not (out / "checkpoint.npz").exists()
+
+
+def test_resume_refuses_a_heldout_corpus_changed_since_the_run_started(tiny, tmp_path, monkeypatch):
+    """The --heldout corpus scored every few minibatches is checked as the training corpus is."""
+    held, out = tmp_path / "held", tmp_path / "model"
+    shutil.copytree(tiny.path, held)
+    r, _ = run_stopped(monkeypatch, 10, "fit", tiny.path, *FIT, "--heldout", held, "--eval-every", 4,
+                       "--threads", "1", "-o", out)
+    assert r.exit_code == 0 and "partial model" in r.output
+    saved = (out / "checkpoint.npz").read_bytes()
+    shutil.rmtree(held)
+    rng = np.random.default_rng(4)
+    write_corpus(held, lda_documents(planted_topics(4, 60, rng), 50, 30, 0.3, rng), 60)
+    r = run("fit", "--resume", out, "--threads", "1", ok=False)
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert f"the held-out corpus {held} is not the one this run started on (documents " in r.output
+    assert (out / "checkpoint.npz").read_bytes() == saved
+    shutil.rmtree(held)
+    shutil.copytree(tiny.path, held)
+    assert "resuming" in run("fit", "--resume", out, "--threads", "1").output

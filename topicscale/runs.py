@@ -286,7 +286,9 @@ def run_fit(config, resume=False, progress=False, say=print, worker_threads=None
             leftover.unlink()
         if resume:
             model, saved, state, algo_state, log_bytes, started_on = _load_checkpoint(output)
-            _check_same_corpus(started_on, open_corpus(saved["corpus"]), output)
+            _check_same_corpus(started_on["corpus"], open_corpus(saved["corpus"]), output)
+            if saved.get("heldout"):
+                _check_same_corpus(started_on["heldout"], Corpus(saved["heldout"]), output, "held-out corpus")
             saved["threads"] = config["threads"]
             saved["report"] = config.get("report") or saved.get("report")
             saved.update({name: config.get(name) for name in options.CLUSTER_OPTIONS})
@@ -369,7 +371,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     merge = Merge(score_pass.documents, score_pass.scored_on) if config.get("merge") else None
     evaluate = (lambda m: score_pass.heldout_result(m)                 # eval's default protocol
                 or evaluate_model(m, heldout, executor=executor)) if heldout else None
-    fingerprint = corpus.fingerprint()
+    fingerprints = {"corpus": corpus.fingerprint(),
+                    "heldout": None if heldout is None else heldout.fingerprint()}
     log = open(output / RUN_LOG, "a", encoding="utf-8")
 
     def record(r):
@@ -378,7 +381,7 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
     def checkpoint(s):
         log.flush()
         os.fsync(log.fileno())
-        _save_checkpoint(output, model, algo, config, s, log.tell(), fingerprint)
+        _save_checkpoint(output, model, algo, config, s, log.tell(), fingerprints)
         written.training = written.training or bool(s.docs or s.train_seconds)
 
     try:
@@ -574,11 +577,12 @@ def _finish_metrics(output, append):
     (output / CHECKPOINT_FILE).unlink(missing_ok=True)
 
 
-def _save_checkpoint(output, model, algo, config, state, log_bytes, fingerprint):
+def _save_checkpoint(output, model, algo, config, state, log_bytes, fingerprints):
     """The model's own file contents, plus the run (configuration, RunState, log length, the
-    corpus's fingerprint) and any state the algorithm keeps between minibatches (`checkpoint_state`)."""
+    fingerprints of its corpus and held-out corpus) and any state the algorithm keeps between
+    minibatches (`checkpoint_state`)."""
     meta, arrays = model.stored()
-    meta["run"] = {"config": config, "state": state.as_dict(), "log_bytes": log_bytes, "corpus": fingerprint}
+    meta["run"] = {"config": config, "state": state.as_dict(), "log_bytes": log_bytes, **fingerprints}
     algo_state = algo.checkpoint_state() if hasattr(algo, "checkpoint_state") else {}
     arrays.update({f"algorithm.{k}": v for k, v in algo_state.items()})
     store.save(output, meta, arrays, model.vocab, filename=CHECKPOINT_FILE)
@@ -589,16 +593,18 @@ def _load_checkpoint(output):
     algo_state = {k.split(".", 1)[1]: arrays.pop(k) for k in list(arrays) if k.startswith("algorithm.")}
     model = registry.model_class(meta["model"]).from_stored(meta, arrays, vocab)
     run = meta["run"]
-    return model, run["config"], RunState(**run["state"]), algo_state, run["log_bytes"], run.get("corpus")
+    started_on = {name: run.get(name) for name in ("corpus", "heldout")}
+    return model, run["config"], RunState(**run["state"]), algo_state, run["log_bytes"], started_on
 
 
 class ResumeRefused(TopicscaleError):
     """A resume refused before the run was touched: said as is, on one line."""
 
 
-def _check_same_corpus(started_on, corpus, output):
-    """Refuse to resume on a corpus whose fingerprint (Corpus.fingerprint) is not the one the run
-    started on; a checkpoint that records none (an older topicscale's) is not checked."""
+def _check_same_corpus(started_on, corpus, output, what="corpus"):
+    """Refuse to resume on a corpus (`what`: the training or the held-out one) whose fingerprint
+    (Corpus.fingerprint) is not the one the run started on; a checkpoint that records none (an
+    older topicscale's) is not checked."""
     if started_on is None:
         return
     now = corpus.fingerprint()
@@ -610,6 +616,6 @@ def _check_same_corpus(started_on, corpus, output):
                 for key, name in (("documents", "documents"), ("nnz", "non-zeros"), ("tokens", "tokens"))
                 if now[key] != started_on[key]]
     if changed:
-        raise ResumeRefused(f"the corpus {corpus.location} is not the one this run started on "
+        raise ResumeRefused(f"the {what} {corpus.location} is not the one this run started on "
                             f"({', '.join(changed)}): restore it to resume (the checkpoint is kept), or start "
                             f"over with `topicscale fit CORPUS ... --force -o {output}`")
