@@ -3,6 +3,7 @@ passes were scored on score them at least as high. The sticks that give merged w
 repeating pairs, the scorer against evaluate_exported and evaluate_topics, planted duplicates
 merged and distinct topics left alone, and the options that refuse it."""
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -340,8 +341,13 @@ def test_the_estimator_merges_as_fit_does_and_partial_fit_refuses_it(planted, tm
     assert cli_model.settings["merged"] > 0
     assert np.array_equal(est.model_.expected_beta(), cli_model.expected_beta())
     rows = train.rows(np.arange(300))                  # partial_fit continues the topics the merges kept
-    est.partial_fit(scipy.sparse.csr_matrix((rows.counts, rows.indices, rows.indptr), shape=(300, len(train.vocab))))
+    X = scipy.sparse.csr_matrix((rows.counts, rows.indices, rows.indptr), shape=(300, len(train.vocab)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # n_components stays the truncation it started with
+        est.partial_fit(X).partial_fit(X)
     assert est.components_.shape[0] == 20 - cli_model.settings["merged"]
+    est.save(tmp_path / "continued")
+    assert HDP.load(tmp_path / "continued").n_components == 20
     with pytest.raises(ValueError, match="not with partial_fit"):
         HDP(n_components=8, merge=True).partial_fit(np.ones((4, 500)))
 

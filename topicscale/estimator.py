@@ -365,7 +365,8 @@ def _words(vocabulary):
 def _kept(model):
     """The parameters a fitted model keeps whatever an estimator's say (as `fit --init` does):
     n_components, and eta, alpha and omega where it has them, "auto" for a learned prior."""
-    kept = {"n_components": model.n_topics, "eta": "auto" if model.settings.get("eta_auto") else float(model.eta)}
+    kept = {"n_components": model.settings.get("truncation", model.n_topics),   # an HDP's, before it dropped any
+            "eta": "auto" if model.settings.get("eta_auto") else float(model.eta)}
     if hasattr(model, "alpha"):
         kept["alpha"] = ("auto" if model.settings.get("alpha_auto")
                          else float(np.asarray(model.alpha).reshape(-1)[0]))

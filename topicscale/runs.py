@@ -197,10 +197,13 @@ def new_model(config, corpus):
         if model.kind != config["model"]:
             raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}: "
                                   f"add --model {model.kind}")
+        truncation = model.settings.get("truncation", model.n_topics)
         dropped = drop_emptied(model) if model.kind == "hdp" else 0
         carried = {k: True for k in LEARNED if model.settings.get(k)}      # the model keeps its priors
         if "start" in model.settings:
             carried["start"] = model.settings["start"]                      # and where it started
+        if truncation != model.n_topics:
+            carried["truncation"] = truncation                              # and the K it started with
     else:
         cls = registry.model_class(config["model"])
         model = cls.from_config(corpus.vocab, dict(config, corpus_docs=corpus_size(config, corpus)),
