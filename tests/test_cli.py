@@ -658,9 +658,11 @@ def test_the_repeats_line_says_what_to_try_only_when_a_tenth_of_the_topics_repea
 def test_fit_says_when_the_hdp_truncation_bounds_its_topics(model, tmp_path):
     from topicscale.cli import _truncation_binds
     root, _ = model
-    assert _truncation_binds({"model": "hdp", "topics": 150, "listed_topics": 148})
-    assert not _truncation_binds({"model": "hdp", "topics": 150, "listed_topics": 128})
+    assert _truncation_binds({"model": "hdp", "topics": 150, "truncation": 150, "listed_topics": 148})
+    assert not _truncation_binds({"model": "hdp", "topics": 150, "truncation": 150, "listed_topics": 128})
     assert not _truncation_binds({"model": "lda", "topics": 50, "listed_topics": 50})
+    # a continuation that dropped the topics its merges emptied lists all it kept, fewer than its K
+    assert not _truncation_binds({"model": "hdp", "topics": 74, "truncation": 100, "listed_topics": 73})
     out = run("fit", root / "corpus", "--model", "hdp", "-k", "3", "--passes", "1", "--polish", "0",
               "-o", tmp_path / "h").stdout
     assert "the HDP lists 3 of its 3 topics: the truncation (-k), not the corpus, bounds" in out

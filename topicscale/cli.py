@@ -459,7 +459,7 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
     if summary.get("repeated_topics"):
         lines.append(_repeats_line(summary))
     if _truncation_binds(summary):
-        lines.append(f"the HDP lists {summary['listed_topics']} of its {summary['topics']} topics: the "
+        lines.append(f"the HDP lists {summary['listed_topics']} of its {summary['truncation']} topics: the "
                      "truncation (-k), not the corpus, bounds how many it uses; a larger -k lets it use "
                      "more, in proportionally more time (held-out scores tell whether they pay: "
                      "`topicscale eval`)")
@@ -524,8 +524,8 @@ FULL_TRUNCATION = 0.95     # share of an HDP's truncation listed at which fit sa
 
 def _truncation_binds(summary):
     """An HDP that lists nearly all of its truncation's topics: more might suit the corpus."""
-    return (summary.get("model") == "hdp" and "init" not in summary           # --init keeps its K
-            and summary.get("listed_topics", 0) >= FULL_TRUNCATION * summary["topics"])
+    return (summary.get("model") == "hdp"
+            and summary.get("listed_topics", 0) >= FULL_TRUNCATION * summary["truncation"])
 
 
 def _counted(n, thing):
@@ -564,11 +564,11 @@ def _repeats_line(summary):
 
 def _convergence_line(summary):
     """Why a run without --passes stopped where it did."""
-    from .convergence import MAX_PASSES, MIN_GAIN, patience
+    from .convergence import MAX_PASSES, MIN_GAIN, stopped_converging
     scores, on = summary.get("pass_scores", []), summary["scored_on"]
     gain = f"{scores[-1] - scores[-2]:+.4f}" if len(scores) >= 2 else None
     if summary["stopped"] == "converged":
-        waited = patience(summary.get("model"))
+        waited = max((p for p in range(1, len(scores)) if stopped_converging(scores, MIN_GAIN, p)), default=1)
         best = max(scores[:-waited])
         return (f"converged after {len(scores)} passes: the last {waited} did not beat {best:.4f} on {on} "
                 f"by {MIN_GAIN} nats a word")

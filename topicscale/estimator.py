@@ -365,7 +365,7 @@ def _words(vocabulary):
 def _kept(model):
     """The parameters a fitted model keeps whatever an estimator's say (as `fit --init` does):
     n_components, and eta, alpha and omega where it has them, "auto" for a learned prior."""
-    kept = {"n_components": model.settings.get("truncation", model.n_topics),   # an HDP's, before it dropped any
+    kept = {"n_components": getattr(model, "truncation", model.n_topics),
             "eta": "auto" if model.settings.get("eta_auto") else float(model.eta)}
     if hasattr(model, "alpha"):
         kept["alpha"] = ("auto" if model.settings.get("alpha_auto")
@@ -398,8 +398,10 @@ class LDA(_TopicModel):
 class HDP(_TopicModel):
     kind = "hdp"
     summary = """Online hierarchical Dirichlet process topic model (`topicscale fit --model hdp`)
-    as a scikit-learn transformer (see LDA): n_components is the corpus truncation. max_iter is
-    the E-step cap (sweeps per document), not the passes over the data: those are `passes`."""
+    as a scikit-learn transformer (see LDA): n_components is the corpus truncation (partial_fit
+    of a merged model continues the topics the merges kept, so components_ and transform then
+    hold fewer). max_iter is the E-step cap (sweeps per document), not the passes over the data:
+    those are `passes`."""
 
 
 class CTM(_TopicModel):

@@ -197,13 +197,13 @@ def new_model(config, corpus):
         if model.kind != config["model"]:
             raise TopicscaleError(f"--init model is {model.kind}, not {config['model']}: "
                                   f"add --model {model.kind}")
-        truncation = model.settings.get("truncation", model.n_topics)
-        dropped = drop_emptied(model) if model.kind == "hdp" else 0
         carried = {k: True for k in LEARNED if model.settings.get(k)}      # the model keeps its priors
         if "start" in model.settings:
             carried["start"] = model.settings["start"]                      # and where it started
-        if truncation != model.n_topics:
-            carried["truncation"] = truncation                              # and the K it started with
+        if model.kind == "hdp":
+            truncation, dropped = model.truncation, drop_emptied(model)
+            if truncation != model.n_topics:
+                carried["truncation"] = truncation                          # and the K it started with
     else:
         cls = registry.model_class(config["model"])
         model = cls.from_config(corpus.vocab, dict(config, corpus_docs=corpus_size(config, corpus)),
@@ -223,8 +223,8 @@ def new_model(config, corpus):
 
 
 def drop_emptied(model):
-    """Continue an HDP without the topics its merges emptied (lambda = eta: merge.py), as its
-    polish does (polish.emptied), and say how many. Kept, they are identical: the stick updates
+    """Continue an HDP without the topics its merges emptied (lambda = eta: merge.py; found as
+    the polish finds them, polish.emptied), and say how many. Kept, they are identical: the stick updates
     give them weight again, each takes the same tokens, and they come back as copies of one
     topic."""
     from .polish import emptied
@@ -407,6 +407,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary["init"] = str(config["init_model"])
             if model.settings.get("dropped"):
                 summary["dropped_topics"] = model.settings["dropped"]
+        if model.kind == "hdp":
+            summary["truncation"] = model.truncation
         learned = [name.split("_")[0] for name in LEARNED if model.settings.get(name)]
         if learned:
             summary["learned_priors"] = learned

@@ -231,6 +231,12 @@ class HDPModel(LazyTopics):
         the initial topics (token_shares)."""
         return token_shares(self.lam, self.eta, 0.0 if self.residual is None else self.residual)
 
+    @property
+    def truncation(self):
+        """The corpus truncation K the model started with: n_topics, unless a continuation
+        dropped the topics its merges emptied (runs.drop_emptied)."""
+        return self.settings.get("truncation", self.n_topics)
+
     def keep_topics(self, keep):
         """Keep only the topics `keep` (ascending indices), in their stick order: lambda's columns,
         the residual, and sticks whose E[sigma_k(V)] are the kept weights renormalised (with the
