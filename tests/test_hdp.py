@@ -355,6 +355,11 @@ def test_cli_topics_default_shows_the_topics_that_carry_the_mass(cli_model):
     assert all(set(r["repeats"]) <= listed_ids and (r["topic"] in listed_ids or not r["repeats"]) for r in every)
     assert sum(r["weight"] for r in shown) >= 0.99
     assert len(run("topics", out).splitlines()) == len(shown)
+    model = load_model(out)                     # weight: the stick weight; tokens: the tokens' share
+    ids = [r["topic"] for r in every]
+    assert np.allclose(weights, model.topic_weights()[ids]) and np.allclose([r["tokens"] for r in every],
+                                                                           model.token_weights()[ids])
+    assert not np.allclose(model.topic_weights(), model.token_weights(), atol=1e-3)
 
 
 def test_cli_infer_and_export(hdp_corpus, cli_model, tmp_path):

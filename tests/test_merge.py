@@ -400,7 +400,7 @@ def test_fit_init_of_a_merged_hdp_continues_the_topics_its_merges_kept(planted, 
     more = load_model(tmp_path / "more")
     kept = int((~emptied).sum())
     assert more.n_topics == summary["topics"] == kept and summary["dropped_topics"] == 30 - kept
-    assert more.settings["dropped"] == 30 - kept and more.settings["truncation"] == summary["truncation"] == 30
+    assert more.settings["dropped_topics"] == 30 - kept and more.settings["truncation"] == summary["truncation"] == 30
     lam = np.asarray(more.lam)
     assert len({lam[:, k].tobytes() for k in range(kept)}) == kept
     assert repeated_topics(more.lam, np.arange(kept)) == 0
@@ -414,4 +414,4 @@ def test_fit_init_of_a_merged_hdp_continues_the_topics_its_merges_kept(planted, 
                             "-o", str(tmp_path / "again"), "--threads", "1", "-q"])
     assert r.exit_code == 0 and "dropped" not in r.output, r.output
     again = load_model(tmp_path / "again")                     # the truncation is carried on
-    assert again.n_topics == kept and again.settings["truncation"] == 30 and "dropped" not in again.settings
+    assert again.n_topics == kept and again.settings["truncation"] == 30 and "dropped_topics" not in again.settings

@@ -720,8 +720,9 @@ def _largest_per_column(matrix, n, block_rows=4096):
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
 @click.option("-n", "--words", "n_words", type=click.IntRange(1), default=10, show_default=True,
               help="Words per topic.")
-@click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, words, weights, repeats}, "
-              "and coherence {measure: score} when `eval --coherence` saved it for the model.")
+@click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, tokens, words, weights, "
+              "repeats}, and coherence {measure: score} when `eval --coherence` saved it for the model; "
+              "tokens is the topic's share of the training tokens (an HDP's weight is its stick weight).")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: topic, weight, rank, word, probability.")
 @click.option("--all", "show_all", is_flag=True,
               help="Every topic, also those that carry almost no weight or tokens.")
@@ -731,7 +732,12 @@ def _largest_per_column(matrix, n, block_rows=4096):
               "--json the output becomes {topics: [...], correlations: K x K matrix, pairs: [...]}.")
 def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     """Top words of the topics, with each topic's share of the corpus, and the listed topics each
-    repeats (shares more than half of its top 10 words with), as `[repeats 3 7]`."""
+    repeats (shares more than half of its top 10 words with), as `[repeats 3 7]`.
+
+    The share is of the training tokens for LDA and the CTM. An HDP's is its corpus weight (the
+    stick weight E[sigma_k], which counts the documents that use a topic), by which it lists and
+    orders its topics: a topic of a few long documents holds more of the tokens than of the
+    weight, and after merges and the polish the two can differ more (--json gives both)."""
     from .coherence import repeats_by_topic, saved_scores, top_words
     from .models import load_model
     if as_json and as_csv:
@@ -743,13 +749,14 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     if n_pairs is not None and as_csv:
         raise TopicscaleError("--correlations does not go with --csv (use --json)")
     pairs = m.strongest_pairs(n_pairs) if n_pairs is not None else []
-    weights = m.topic_weights()
+    weights, tokens = m.topic_weights(), m.token_weights()
     order = [int(k) for k in m.display_order(show_all)]
     scores = saved_scores(model, m) if as_json else {}          # `eval --coherence` saved them
     repeats = repeats_by_topic(m)                          # --all: the unlisted topics repeat none
     rows = []
     for k, (top, row) in zip(order, top_words(m.lam, n_words, order)):
-        rows.append({"topic": k, "weight": float(weights[k]), "words": [m.vocab[i] for i in top],
+        rows.append({"topic": k, "weight": float(weights[k]), "tokens": float(tokens[k]),
+                     "words": [m.vocab[i] for i in top],
                      "weights": [float(x) for x in row], "repeats": repeats.get(k, [])})
         if k in scores:
             rows[-1]["coherence"] = scores[k]

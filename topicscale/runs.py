@@ -213,7 +213,7 @@ def new_model(config, corpus):
     model.settings = {k: v for k, v in config.items() if k not in kept and v is not None}
     model.settings.update(carried)
     if dropped:
-        model.settings["dropped"] = dropped
+        model.settings["dropped_topics"] = dropped
     tokenizer = corpus_tokenizer(corpus.manifest)         # how `infer` and `prepare --vocab MODEL`
     if tokenizer is not None:                             # tokenise new text
         model.settings["tokenizer"] = tokenizer
@@ -405,8 +405,8 @@ def _run(model, config, corpus, heldout, state, algo_state, output, progress, sa
             summary["start"] = model.settings["start"]
         if config["init_model"]:
             summary["init"] = str(config["init_model"])
-            if model.settings.get("dropped"):
-                summary["dropped_topics"] = model.settings["dropped"]
+            if model.settings.get("dropped_topics"):
+                summary["dropped_topics"] = model.settings["dropped_topics"]
         if model.kind == "hdp":
             summary["truncation"] = model.truncation
         learned = [name.split("_")[0] for name in LEARNED if model.settings.get(name)]

@@ -134,6 +134,9 @@ class CTMModel:
         total = mass.sum()
         return mass / total if total > 0 else np.full(self.n_topics, 1.0 / self.n_topics)
 
+    def token_weights(self):
+        return self.topic_weights()
+
     def display_order(self, show_all=True):
         return np.arange(self.n_topics)
 
