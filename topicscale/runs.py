@@ -224,9 +224,9 @@ def new_model(config, corpus):
 
 def drop_emptied(model):
     """Continue an HDP without the topics its merges emptied (lambda = eta: merge.py; found as
-    the polish finds them, polish.emptied), and say how many. Kept, they are identical: the stick updates
-    give them weight again, each takes the same tokens, and they come back as copies of one
-    topic."""
+    the polish finds them, polish.emptied), and say how many. Kept, they are identical: the
+    stick updates give them weight again, each takes the same tokens, and they come back as
+    copies of one topic."""
     from .polish import emptied
     empty = emptied(model)
     if empty.any():

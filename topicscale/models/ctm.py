@@ -135,6 +135,7 @@ class CTMModel:
         return mass / total if total > 0 else np.full(self.n_topics, 1.0 / self.n_topics)
 
     def token_weights(self):
+        """The tokens' share of each topic: its weight (topic_weights)."""
         return self.topic_weights()
 
     def display_order(self, show_all=True):
