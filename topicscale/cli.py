@@ -749,7 +749,8 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     if n_pairs is not None and as_csv:
         raise TopicscaleError("--correlations does not go with --csv (use --json)")
     pairs = m.strongest_pairs(n_pairs) if n_pairs is not None else []
-    weights, tokens = m.topic_weights(), m.token_weights()
+    tokens = m.token_weights()
+    weights = m.topic_weights() if m.kind == "hdp" else tokens     # LDA's and a CTM's are the tokens' shares
     order = [int(k) for k in m.display_order(show_all)]
     scores = saved_scores(model, m) if as_json else {}          # `eval --coherence` saved them
     repeats = repeats_by_topic(m)                          # --all: the unlisted topics repeat none
