@@ -284,10 +284,13 @@ def test_fit_merges_an_hdp_by_default_towards_the_planted_topics(planted, tmp_pa
     assert cosine.max(axis=1).min() > 0.9
 
 
-def test_fit_merges_before_the_polish_whose_sweeps_start_from_the_merged_topics(planted, tmp_path):
+def test_fit_merges_before_the_polish_whose_sweeps_start_from_the_merged_topics(planted, tmp_path, monkeypatch):
     """The sweeps sharpen the merged topics: the polish's first score is that of the model the
-    merges left (the same fit with --polish 0), and the polished model lists no more topics."""
+    merges left (the same fit with --polish 0, its sticks not refit after), and the polished model
+    lists no more topics."""
     from topicscale import convergence
+    from topicscale.inference.global_steps.hdp import HDPSVI
+    monkeypatch.delattr(HDPSVI, "refit_sticks")
     _, train, _ = planted
     summaries = []
     for name, extra in (("polished", []), ("merged", ["--polish", "0"])):
@@ -415,3 +418,62 @@ def test_fit_init_of_a_merged_hdp_continues_the_topics_its_merges_kept(planted, 
     assert r.exit_code == 0 and "dropped" not in r.output, r.output
     again = load_model(tmp_path / "again")                     # the truncation is carried on
     assert again.n_topics == kept and again.settings["truncation"] == 30 and "dropped_topics" not in again.settings
+
+
+# ---------------------------------------------------------------- the sticks after merges and polish
+def merged_fit(train, folder, refit_sticks=True):
+    """The default HDP fit of the planted corpus (truncation 30, seed 1: it merges and polishes):
+    (its fit --json summary, the saved model); the sticks not refit unless `refit_sticks`."""
+    from topicscale.inference.global_steps.hdp import HDPSVI
+    with pytest.MonkeyPatch.context() as patch:
+        if not refit_sticks:
+            patch.delattr(HDPSVI, "refit_sticks")
+        r = CliRunner().invoke(cli, ["fit", str(train.path), "--model", "hdp", "-k", "30", "-o", str(folder),
+                                     "--seed", "1", "--threads", "1", "--json", "-q"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout.strip().splitlines()[-1]), load_model(folder)
+
+
+def refit(model, corpus):
+    """model with its sticks refit on every document of `corpus` (a copy)."""
+    from topicscale import registry
+    from topicscale.inference.global_steps.hdp import HDPSVI
+    fresh = HDPModel(np.array(model.lam), model.a.copy(), model.b.copy(), model.alpha, model.omega, model.eta,
+                     model.vocab, settings=dict(model.settings), residual=model.residual)
+    HDPSVI(fresh, registry.local_step_for(fresh), corpus.n_docs).refit_sticks(corpus)
+    return fresh
+
+
+def test_after_merges_and_sweeps_an_hdps_weights_are_refit_to_its_topics(planted, tmp_path):
+    """A merge sums the sticks of the topics it joins and the sweeps move tokens with the sticks
+    held, so the weights `topics` lists no longer follow the tokens: here two topics weigh over
+    twice their share of the tokens, four a third of theirs. Refit, each listed topic's weight is near its share,
+    the emptied topics next to nothing, the topics are untouched, and the refit is a fixed point."""
+    _, train, _ = planted
+    summary, model = merged_fit(train, tmp_path / "refit")
+    stale_summary, stale = merged_fit(train, tmp_path / "stale", refit_sticks=False)
+    assert summary["sticks_refit"]["docs"] == train.n_docs - 150 and "sticks_refit" not in stale_summary
+    assert np.array_equal(model.lam, stale.lam)
+    listed = model.display_order(False)
+    ratio = lambda m: m.topic_weights()[listed] / m.token_weights()[listed]
+    assert ratio(stale).max() > 2.0 and ratio(stale).min() < 0.4
+    assert 0.7 < ratio(model).min() and ratio(model).max() < 1.3
+    emptied = (np.asarray(model.lam) == ETA).all(axis=0)
+    assert emptied.sum() >= 5 and model.topic_weights()[emptied].sum() < 0.01 and not emptied[listed].any()
+    again = refit(model, train)
+    assert np.abs(again.topic_weights() - model.topic_weights()).max() < 0.005
+
+
+def test_the_refit_weights_do_not_depend_on_the_sticks_they_start_from(planted, tmp_path):
+    """The refit is the sticks' conditional given the topics, the tables counted under the sticks
+    of the round before: from sticks that give one topic half of the weight, the rounds reach
+    the weights they reach from the fitted ones."""
+    _, train, _ = planted
+    _, model = merged_fit(train, tmp_path / "m")
+    skewed = refit(model, train)                    # a copy to skew
+    w = skewed.topic_weights()
+    k = int(np.argmin(np.where(w > 0.01, w, np.inf)))
+    w = w * 0.5 / (w.sum() - w[k])
+    w[k] = 0.5
+    skewed.a, skewed.b = sticks_for_weights(w, skewed.a, skewed.b)
+    assert np.abs(refit(skewed, train).topic_weights() - refit(model, train).topic_weights()).max() < 1e-3

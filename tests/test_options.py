@@ -53,9 +53,10 @@ def tiny(tmp_path_factory):
 
 
 def base_args(model, algorithm, local):
-    """(LDA: no polish sweeps, whose fixed point on so small a corpus can hide a change before them.)"""
+    """(No polish sweeps, whose fixed point on so small a corpus can hide a change before them,
+    as can an HDP's sticks refit to the polished topics after them.)"""
     return (["--model", model, "--algorithm", algorithm, "--local", local, "-k", "4", "--batch-size", "20", "-q"]
-            + (["--polish", "0"] if model == "lda" else []))
+            + (["--polish", "0"] if model in ("lda", "hdp") else []))
 
 
 def test_every_declared_option_has_a_test_value():

@@ -456,6 +456,10 @@ def fit(ctx, corpus, output, resume, as_json, quiet, force, **config):
         lines.append(_polish_line(summary["polish"], "the merged passes'" if merged else "the passes'"))
     if summary.get("merge_after_polish"):
         lines.extend(_merge_line(summary["merge_after_polish"], " that the sweeps left"))
+    if summary.get("sticks_refit"):
+        s = summary["sticks_refit"]
+        lines.append(f"then refit the topics' weights (the corpus sticks) to the topics they became, on "
+                     f"{s['docs']} training documents ({s['rounds']} rounds) in {s['seconds']:.2f} s (counted above)")
     if summary.get("repeated_topics"):
         lines.append(_repeats_line(summary))
     if _truncation_binds(summary):

@@ -45,10 +45,11 @@ class RowSample:
 
 
 def training_sample(corpus, seed, n=SAMPLE_DOCS):
-    """Up to n training documents, drawn by the seed, in row order."""
+    """Up to n training documents, drawn by the seed, in row order (of a corpus less the
+    documents held aside, CorpusWithout, among those it keeps)."""
     rng = np.random.default_rng([seed, 0xC0DE])
-    rows = np.arange(corpus.n_docs) if corpus.n_docs <= n else rng.choice(corpus.n_docs, n, replace=False)
-    return RowSample(corpus, np.sort(rows))
+    rows = np.arange(corpus.n_docs) if corpus.n_docs <= n else np.sort(rng.choice(corpus.n_docs, n, replace=False))
+    return RowSample(corpus, corpus.kept_rows(rows) if hasattr(corpus, "kept_rows") else rows)
 
 
 def aside_rows(corpus, seed):

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 from tqdm import tqdm
 
-from .convergence import PATIENCE, stopped_converging
+from .convergence import PATIENCE, stopped_converging, training_sample
 from .corpus.stream import MinibatchStream, StreamPosition
 from .errors import TopicscaleError
 from .inference.chunks import CHUNK_DOCS, InProcess
@@ -49,6 +49,10 @@ class RunState:
         return asdict(self)
 
 
+STICK_DOCS = 10_000       # training documents whose tables refit an HDP's sticks after its merges
+                          # and polish (HDPSVI.refit_sticks), ten minibatches of the default size
+
+
 class NonFiniteError(TopicscaleError):
     pass
 
@@ -82,7 +86,9 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     with score_pass); interrupted by a signal, it is redone whole on --resume (the merges before it
     are kept in the state, not redone). The sweeps sharpen
     what the merges leave (merged after them, a topic that absorbed its repeats stays blurred),
-    and the second merges join what the sweeps made repeat (a topic split in two).
+    and the second merges join what the sweeps made repeat (a topic split in two). After merges or
+    kept sweeps, an HDP's sticks are refit to its topics on STICK_DOCS training documents
+    (HDPSVI.refit_sticks, counted as training).
     Returns (summary dict, finished: bool).
     """
     state = state or RunState()
@@ -198,11 +204,16 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                 state.train_seconds += polished["seconds"]
                 if score_pass is not None:
                     score_pass.forget()
-        merged_again = None
-        if finished and merge and polished and polished.get("kept", polished["sweeps"]):
-            merged_again = merge_repeats()
-        changed = polished or (merged and merged["merged"]) or (merged_again and merged_again["merged"])
-        if finished and evaluate and (changed or state.last_eval is None or limits.eval_every == 0
+        swept = bool(polished) and polished.get("kept", polished["sweeps"])    # sweeps' topics kept
+        merged_again = merge_repeats() if finished and merge and swept else None
+        merges = (merged or {}).get("merged") or (merged_again or {}).get("merged")
+        sticks = None
+        if finished and (merges or swept) and hasattr(algorithm, "refit_sticks"):
+            t_sticks = time.perf_counter()
+            sticks = algorithm.refit_sticks(training_sample(corpus, seed, STICK_DOCS))
+            sticks["seconds"] = time.perf_counter() - t_sticks
+            state.train_seconds += sticks["seconds"]
+        if finished and evaluate and (polished or merges or state.last_eval is None or limits.eval_every == 0
                                       or state.batches % limits.eval_every):
             run_eval()
     finally:
@@ -221,4 +232,6 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
         summary["merge"] = merged
     if merged_again:
         summary["merge_after_polish"] = merged_again
+    if sticks:
+        summary["sticks_refit"] = sticks
     return summary, finished

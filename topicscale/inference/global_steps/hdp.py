@@ -47,6 +47,10 @@ from ..schedule import advance, robbins_monro
 from .svi import SVI, warm_up_update
 
 
+STICK_TOL = 1e-4         # refit_sticks: rounds until no topic's weight moves by this
+STICK_ROUNDS = 10
+
+
 class TableCounting:
     """An LDA document step under the HDP's prior whose statistics carry each document's
     expected table counts m_dk (direct assignment, module docstring): HDPStats computed where
@@ -114,10 +118,40 @@ class HDPSVI(SVI):
         m.update_topics(rho, stats.words, rho * scale, stats.word_topic)
         if m.residual is not None:
             m.residual *= 1.0 - rho
-        later = np.cumsum(stats.tables[::-1])[::-1]          # later[k] = sum_{l >= k} tables[l]
-        m.a *= 1.0 - rho
-        m.a += rho * (1.0 + scale * stats.tables[:-1])
-        m.b *= 1.0 - rho
-        m.b += rho * (m.omega + scale * later[1:])
+        self._move_sticks(rho, scale * stats.tables)
         advance(m, stats.n_docs)
         self.last_rho = rho
+
+    def _move_sticks(self, rho, tables):
+        """Steps 11-12 for the sticks: (a, b) towards (1 + m_k, omega + sum_{l>k} m_l), `tables`
+        the corpus's table counts m (K) as the minibatch estimates them."""
+        m = self.model
+        later = np.cumsum(tables[::-1])[::-1]          # later[k] = sum_{l >= k} tables[l]
+        m.a *= 1.0 - rho
+        m.a += rho * (1.0 + tables[:-1])
+        m.b *= 1.0 - rho
+        m.b += rho * (m.omega + later[1:])
+
+    def refit_sticks(self, documents):
+        """Set the corpus sticks to their conditional given the topics as they are: the stick step
+        at rho = 1 with the table counts of `documents` (a sample of the training documents)
+        scaled to the corpus, counted under the sticks of the round before, until no weight moves
+        by STICK_TOL (at most STICK_ROUNDS rounds). Run after the merges and the polish: a merge
+        sums two topics' weights, where a document serving both from one topic needs fewer
+        tables, and the sweeps move tokens with the sticks held, so the weights that `topics`
+        lists and `infer` takes as the document prior no longer follow the topics. The topics the
+        merges emptied (lambda = eta) count no tables (the document step can give them a few rare
+        words). Leaves lambda as it is; returns the documents counted and the rounds."""
+        from ...polish import emptied
+        m, blocks = self.model, list(documents.blocks())
+        empty = emptied(m)
+        for rounds in range(1, STICK_ROUNDS + 1):
+            weights = m.topic_weights()
+            tables = np.zeros(m.n_topics)
+            for block in blocks:
+                tables += self.statistics(block)[0].tables
+            tables[empty] = 0.0
+            self._move_sticks(1.0, self.corpus_docs / documents.n_docs * tables)
+            if np.abs(m.topic_weights() - weights).max() < STICK_TOL:
+                break
+        return {"docs": documents.n_docs, "rounds": rounds}
