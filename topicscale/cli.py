@@ -741,7 +741,7 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     The share is of the training tokens for LDA and the CTM. An HDP's is its corpus weight (the
     stick weight E[sigma_k], which counts the documents that use a topic), by which it lists and
     orders its topics: a topic of a few long documents holds more of the tokens than of the
-    weight, and after merges and the polish the two can differ more (--json gives both)."""
+    weight (--json gives both)."""
     from .coherence import repeats_by_topic, saved_scores, top_words
     from .models import load_model
     if as_json and as_csv:

@@ -50,7 +50,7 @@ class RunState:
 
 
 STICK_DOCS = 10_000       # training documents whose tables refit an HDP's sticks after its merges
-                          # and polish (HDPSVI.refit_sticks), ten minibatches of the default size
+                          # and polish (HDPSVI.refit_sticks), twenty minibatches of the default size
 
 
 class NonFiniteError(TopicscaleError):
@@ -87,7 +87,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     are kept in the state, not redone). The sweeps sharpen
     what the merges leave (merged after them, a topic that absorbed its repeats stays blurred),
     and the second merges join what the sweeps made repeat (a topic split in two). After merges or
-    kept sweeps, an HDP's sticks are refit to its topics on STICK_DOCS training documents
+    kept sweeps, an HDP's sticks are refit to its topics on up to STICK_DOCS training documents
     (HDPSVI.refit_sticks, counted as training).
     Returns (summary dict, finished: bool).
     """
