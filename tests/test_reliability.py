@@ -390,3 +390,29 @@ def test_force_over_an_unfinished_run_that_fails_at_once_leaves_no_run_to_resume
     assert r.output == "topicscale: error: no memory for the topics\n"
     assert not (out / "checkpoint.npz").exists() and not (out / ".run.jsonl").exists()
     assert (out / "model.npz").exists()             # the partial model of the stopped run stays
+
+
+def test_a_resumed_run_counts_the_wall_time_of_the_process_it_resumes(planted, tmp_path, monkeypatch):
+    """fit --json's wall_seconds, like its train_seconds and documents, counts the whole run: a
+    resumed run adds the stopped process's wall time (here a second it spent stopping, outside
+    training) to its own."""
+    import time
+    from topicscale import guards
+    _, corpus, _ = planted
+    out = tmp_path / "m"
+    polls = []
+
+    def stop_after_a_second(self):
+        polls.append(None)
+        if len(polls) > 3:
+            time.sleep(1.0)
+            return True
+        return False
+
+    monkeypatch.setattr(guards.StopOnSignal, "__call__", stop_after_a_second)
+    first = json.loads(run("fit", corpus.path, "-k", "4", "--passes", "1", "--batch-size", "200", "--json",
+                           "-o", out).stdout)
+    monkeypatch.undo()
+    assert first["stopped"] == "signal" and first["wall_seconds"] >= 1.0 > first["train_seconds"]
+    whole = json.loads(run("fit", "--resume", out, "--json").stdout.strip().splitlines()[-1])
+    assert whole["wall_seconds"] >= first["wall_seconds"] + whole["train_seconds"] - first["train_seconds"]

@@ -37,6 +37,8 @@ class RunState:
     batches: int = 0
     tokens: float = 0.0
     train_seconds: float = 0.0
+    wall_seconds: float = 0.0    # as train_seconds, the wall time (a resumed run: with its earlier
+                                 # processes', up to their last checkpoint)
     threads_used: int = 0
     last_eval: dict = field(default=None)
     pass_scores: list = field(default_factory=list)     # score after each pass (limits.min_gain)
@@ -102,7 +104,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     bar = tqdm(total=None if limits.min_gain else total, initial=state.docs, unit="doc",
                disable=not progress, dynamic_ncols=True, leave=False)
     last_checkpoint = time.monotonic()
-    wall0 = time.perf_counter()
+    wall0 = time.perf_counter() - state.wall_seconds
 
     def run_eval():
         result = evaluate(model)
@@ -177,6 +179,7 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
                     (limits.checkpoint_every and state.batches % limits.checkpoint_every == 0)
                     or (limits.checkpoint_seconds
                         and time.monotonic() - last_checkpoint >= limits.checkpoint_seconds)):
+                state.wall_seconds = time.perf_counter() - wall0
                 checkpoint(state)
                 last_checkpoint = time.monotonic()
         seconds_left = lambda: limits.time_limit - state.train_seconds if limits.time_limit else float("inf")
@@ -219,8 +222,9 @@ def train(algorithm, corpus, limits, seed, evaluate=None, on_record=None, progre
     finally:
         bar.close()
     s = state
+    s.wall_seconds = time.perf_counter() - wall0
     summary = {"docs": s.docs, "batches": s.batches, "tokens": int(s.tokens), "train_seconds": s.train_seconds,
-               "kernel_load_seconds": kernel_load_seconds, "wall_seconds": time.perf_counter() - wall0,
+               "kernel_load_seconds": kernel_load_seconds, "wall_seconds": s.wall_seconds,
                "docs_per_s": s.docs / s.train_seconds if s.train_seconds else None,
                "tokens_per_s": s.tokens / s.train_seconds if s.train_seconds else None,
                "threads_used": s.threads_used, "heldout": s.last_eval, "stopped": s.stopped or None}
