@@ -144,14 +144,14 @@ class HDPSVI(SVI):
         words). Leaves lambda as it is; returns the documents counted and the rounds."""
         from ...polish import emptied
         m, blocks = self.model, list(documents.blocks())
-        empty = emptied(m)
+        empty, weights = emptied(m), m.topic_weights()
         for rounds in range(1, STICK_ROUNDS + 1):
-            weights = m.topic_weights()
             tables = np.zeros(m.n_topics)
             for block in blocks:
                 tables += self.statistics(block)[0].tables
             tables[empty] = 0.0
             self._move_sticks(1.0, self.corpus_docs / documents.n_docs * tables)
-            if np.abs(m.topic_weights() - weights).max() < STICK_TOL:
+            before, weights = weights, m.topic_weights()
+            if np.abs(weights - before).max() < STICK_TOL:
                 break
         return {"docs": documents.n_docs, "rounds": rounds}
