@@ -4,6 +4,7 @@ import json
 import re
 from pathlib import Path
 
+import click
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -236,3 +237,45 @@ def test_a_negative_seed_is_a_usage_error(tiny, tmp_path, command):
     assert result.exit_code == 2 and "'--seed': -1 is not in the range" in result.output
     assert not (tmp_path / "no").exists()
     assert run(*args(tmp_path / "ok"), "--seed", big).exit_code == 0
+
+
+def _float_options(group, path=()):
+    """(command path, option) of every option of every command whose type takes a float."""
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            yield from _float_options(command, path + (name,))
+            continue
+        for param in command.params:
+            if isinstance(param.type, click.types.FloatParamType):
+                yield path + (name,), param
+
+
+FLOAT_OPTIONS = list(_float_options(cli))
+
+
+def test_every_float_option_refuses_nan_and_infinity():
+    """NaN and inf compare false with click.FloatRange's bounds; every float option of every
+    command is `options.Finite`, which refuses them."""
+    assert len(FLOAT_OPTIONS) >= 15
+    for where, param in FLOAT_OPTIONS:
+        assert isinstance(param.type, options.Finite), (where, param.name)
+        for text in ("nan", "inf", "-inf"):
+            with pytest.raises(click.BadParameter, match="not a finite number|not in the range"):
+                param.type.convert(text, param, None)
+        low = param.type.min if param.type.min is not None else 0.0
+        assert param.type.convert(str(low + 0.5 if param.type.max is None else (low + param.type.max) / 2),
+                                  param, None) > low
+
+
+@pytest.mark.parametrize("flags", [["--passes", "nan"], ["--time-limit", "nan"], ["--tau", "inf"],
+                                   ["--kappa", "nan"]])
+def test_a_non_finite_number_is_refused_before_any_work(tiny, tmp_path, flags):
+    """--passes nan gave a traceback, --time-limit nan trained until killed, and --tau inf trained
+    with every step 0 (exit 0)."""
+    corpus, _ = tiny
+    result = run("fit", corpus, "-k", "2", "-q", "-o", tmp_path / "m", *flags)
+    assert result.exit_code == 2 and f"'{flags[0]}'" in result.output and "not a finite number" in result.output
+    assert not (tmp_path / "m").exists()
+    (tmp_path / "preset.toml").write_text(f"{flags[0][2:]} = {flags[1]}\n")
+    result = run("fit", corpus, "-k", "2", "-q", "-o", tmp_path / "m", "--config", tmp_path / "preset.toml")
+    assert result.exit_code != 0 and "not a finite number" in result.output and not (tmp_path / "m").exists()

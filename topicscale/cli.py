@@ -15,7 +15,7 @@ import click
 
 from . import __version__, registry
 from .errors import TopicscaleError
-from .options import SEED
+from .options import SEED, Finite
 
 
 def _show_progress(quiet):
@@ -185,7 +185,7 @@ def cli():
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the held-out draw.")
 @click.option("--min-df", type=click.IntRange(1), default=2, show_default=True,
               help="Text: keep words in at least this many documents.")
-@click.option("--max-df", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
+@click.option("--max-df", type=Finite(0, 1, min_open=True), default=0.5, show_default=True,
               help="Text: drop words in more than this fraction of documents.")
 @click.option("--max-vocab", type=click.IntRange(0), default=0,
               help="Text: keep at most this many of the most frequent words (0: no limit).")
@@ -268,9 +268,9 @@ def _refuse_unused_prepare_options(fmt, vocab):
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Corpus folder to write.")
 @click.option("-n", "--documents", type=click.IntRange(1), required=True, help="Documents to draw.")
-@click.option("--doc-length", type=click.FloatRange(1), default=100.0, show_default=True,
+@click.option("--doc-length", type=Finite(1), default=100.0, show_default=True,
               help="Mean document length (Poisson, each document at least one word).")
-@click.option("--alpha", type=click.FloatRange(0, min_open=True), default=0.1, show_default=True,
+@click.option("--alpha", type=Finite(0, min_open=True), default=0.1, show_default=True,
               help="Dirichlet prior of the documents' topic proportions.")
 @click.option("--heldout", type=click.IntRange(0), default=0, help="Also draw this many documents into OUTPUT-heldout.")
 @click.option("--seed", type=SEED, default=0, show_default=True,

@@ -6,6 +6,7 @@ An option is *given* when it is set to anything but None (on the command line or
 runs.with_defaults after the check). `check` refuses, before anything is written, every given
 option that no part of the run owns, with one line naming what the option goes with.
 """
+import math
 from dataclasses import dataclass
 
 import click
@@ -35,6 +36,20 @@ class Option:
     help: str
     default: object = None   # filled in when unset and owned by the run (None: the owner decides)
     default_text: str = ""   # the default as --help states it when it depends on the owner
+
+
+class Finite(click.FloatRange):
+    """click.FloatRange that refuses NaN and infinity too: they compare false with any bound, so
+    FloatRange lets them through."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+    def _describe_range(self):
+        return "finite" if self.min is None and self.max is None else super()._describe_range()
 
 
 class OrAuto(click.ParamType):
@@ -75,19 +90,19 @@ PART_OPTIONS = (
            default_text="1/K, HDP 1 (0.2 under a CVB0 step), or the algorithm's"),
     Option("eta", ("--eta",), POSITIVE_OR_AUTO,
            "Topic Dirichlet prior. LDA: auto learns it (a Newton step every 10 minibatches).", 0.01),
-    Option("omega", ("--omega",), click.FloatRange(0, min_open=True),
+    Option("omega", ("--omega",), Finite(0, min_open=True),
            "Corpus concentration of the topic sticks.", 1.0),
     Option("doc_truncation", ("--doc-truncation",), click.IntRange(1),
            "Document truncation T: topics one document can use.", 15),
-    Option("kappa", ("--kappa",), click.FloatRange(0.5, 1.0, min_open=True),
+    Option("kappa", ("--kappa",), Finite(0.5, 1.0, min_open=True),
            f"Forgetting rate, in (0.5, 1]: {SCHEDULE}.", 0.7, "0.7, or the algorithm's"),
-    Option("tau", ("--tau",), click.FloatRange(0, min_open=True),
+    Option("tau", ("--tau",), Finite(0, min_open=True),
            "Delay: down-weights the first minibatches; at least 1, so that no step exceeds 1 "
            "(SCVB0: any tau > 0, its step is capped at 1).", 64.0,
            "64, or the algorithm's (scvb0 1000, ssmf 10, ssmf-a 1, the CTM's svi 1); a short LDA run's "
            "default cvb0 step: a sixteenth of its updates"),
     Option("max_iter", ("--max-iter",), click.IntRange(1), "Cap on E-step sweeps per document.", 100),
-    Option("tol", ("--tol",), click.FloatRange(0),
+    Option("tol", ("--tol",), Finite(0),
            "The E-step stops when the mean change of a document's parameters is below this.", 1e-3),
     Option("accelerate", ("--accelerate/--no-accelerate",), None,
            "SQUAREM-accelerated mean-field E-step: fewer sweeps per document (benchmarks/README.md).", False),
@@ -138,14 +153,14 @@ PART_OPTIONS = (
 RUN_OPTIONS = (
     Option("batch_size", ("--batch-size",), click.IntRange(1), "Documents per minibatch S.", 500,
            "500, or the algorithm's paper's"),
-    Option("passes", ("--passes",), click.FloatRange(0, min_open=True),
+    Option("passes", ("--passes",), Finite(0, min_open=True),
            "Passes over the corpus (fractions allowed).", default_text="until two passes in a row (an "
            "HDP's: three) gain under 0.002 nats a word over the best (scored on --heldout, else on one "
            "document in 20, at most 1000, held aside from training), at most 50; or until --time-limit "
            "/ --max-docs when one is given"),
     Option("max_docs", ("--max-docs",), click.IntRange(1),
            "Stop after the minibatch that reaches this many documents."),
-    Option("time_limit", ("--time-limit",), click.FloatRange(0, min_open=True),
+    Option("time_limit", ("--time-limit",), Finite(0, min_open=True),
            "Stop after this many seconds of training."),
     Option("seed", ("--seed",), SEED, "Seed: same seed, same model, bit for bit.", 0),
     Option("threads", ("--threads",), int, "Threads for the E-step, 1 to the cores (the model does not depend on it); "
@@ -172,7 +187,7 @@ RUN_OPTIONS = (
     Option("eval_every", ("--eval-every",), click.IntRange(1), "Minibatches between held-out evaluations.",
            default_text="only at the end"),
     Option("checkpoint_every", ("--checkpoint-every",), click.IntRange(1), "Minibatches between checkpoints."),
-    Option("checkpoint_seconds", ("--checkpoint-interval", "checkpoint_seconds"), click.FloatRange(0),
+    Option("checkpoint_seconds", ("--checkpoint-interval", "checkpoint_seconds"), Finite(0),
            "Seconds between checkpoints (0: only by --checkpoint-every).", 300.0),
     Option("init_model", ("--init", "init_model"), click.Path(exists=True, file_okay=False),
            "Continue training this model (same vocabulary; its priors and K are kept, and its local "

@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from ..errors import InputError, TopicscaleError
-from ..options import SEED, given_flags
+from ..options import SEED, Finite, given_flags
 
 
 def _emit(as_json, payload, lines):
@@ -53,22 +53,22 @@ def _refuse_unused_options(hierarchical, bbvi):
 @click.option("--groups", help="One group per row: hierarchical logistic regression (variational EM).")
 @click.option("--method", type=click.Choice(["laplace", "delta", "jj", "bbvi"]), default="laplace",
               show_default=True, help="Laplace VI, delta-method VI, Jaakkola-Jordan bound, black-box VI.")
-@click.option("--prior-variance", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True,
+@click.option("--prior-variance", type=Finite(0, min_open=True), default=1.0, show_default=True,
               help="theta ~ N(0, v I) (without --groups; with it, the initial Sigma_0).")
 @click.option("--intercept", type=click.Choice(["auto", "yes", "no"]), default="auto", show_default=True,
               help="auto: none for topic proportions (rows summing to one), else one. yes on "
                    "proportions drops the last column.")
 @click.option("--standardize/--no-standardize", default=True, show_default=True,
               help="Scale columns to unit standard deviation (and centre them when there is an intercept).")
-@click.option("--phi0", type=click.FloatRange(0, min_open=True), help="Hierarchical: Wishart scale Phi_0 = phi0 I (eq. 22) [default: 0.1].")
-@click.option("--phi1", type=click.FloatRange(0, min_open=True), help="Hierarchical: mu_0 ~ N(0, phi1 I) (eq. 23) [default: 1].")
-@click.option("--nu-extra", type=float, help="Hierarchical: Wishart degrees of freedom nu = p + this [default: 10].")
+@click.option("--phi0", type=Finite(0, min_open=True), help="Hierarchical: Wishart scale Phi_0 = phi0 I (eq. 22) [default: 0.1].")
+@click.option("--phi1", type=Finite(0, min_open=True), help="Hierarchical: mu_0 ~ N(0, phi1 I) (eq. 23) [default: 1].")
+@click.option("--nu-extra", type=Finite(), help="Hierarchical: Wishart degrees of freedom nu = p + this [default: 10].")
 @click.option("--max-iter", type=click.IntRange(1), help="Hierarchical: EM iterations cap [default: 100, BBVI 20].")
-@click.option("--tol", type=click.FloatRange(0), default=1e-6, show_default=True,
+@click.option("--tol", type=Finite(0), default=1e-6, show_default=True,
               help="Hierarchical: stop when mu_0 and Sigma_0 change by less than this.")
 @click.option("--samples", type=click.IntRange(2), help="BBVI: samples of q per gradient [default: 32].")
 @click.option("--iterations", type=click.IntRange(1), help="BBVI: gradient steps [default: 3000].")
-@click.option("--step-size", type=click.FloatRange(0, min_open=True), help="BBVI: AdaGrad eta [default: 0.2].")
+@click.option("--step-size", type=Finite(0, min_open=True), help="BBVI: AdaGrad eta [default: 0.2].")
 @click.option("--batch-size", type=click.IntRange(0), help="BBVI: data points per minibatch, 0 for all [default: 256].")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="BBVI: seed (same seed, same classifier).")
 @click.option("--force", is_flag=True, help="Replace an existing classifier in OUTPUT.")
