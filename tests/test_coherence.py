@@ -9,6 +9,7 @@ import pytest
 from clirun import run
 from topicscale import coherence as coh
 from topicscale.corpus.shards import Corpus, CorpusWriter
+from topicscale.models import load_model
 
 # Reference corpus 1: "mango" is in its vocabulary but in no document, "nut" is not in it at all;
 # kiwi/fig and kiwi/banana never share a document.
@@ -197,6 +198,60 @@ def test_repeated_topics_agree_with_comparing_every_pair_of_word_sets():
     assert coh.repeated_topics(lam, range(K), n) == expected
 
 
+def slow_relevance_top(lam, eta, relevance, n):
+    """Each topic's top n word ids by Sievert and Shirley's relevance, as they define it:
+    relevance log phi_kw + (1 - relevance) log(phi_kw / p_w), p_w the share of sum_k (lam - eta);
+    a word of no tokens last. Ties by word id."""
+    phi = lam / lam.sum(axis=0)
+    counts = (lam - eta).sum(axis=1)
+    p = counts / counts.sum()
+    out = []
+    for k in range(lam.shape[1]):
+        def score(w):
+            if relevance == 1:
+                return np.log(phi[w, k])
+            return relevance * np.log(phi[w, k]) + (1 - relevance) * np.log(phi[w, k] / p[w]) if p[w] > 0 else -np.inf
+        out.append(sorted(range(lam.shape[0]), key=lambda w: (-score(w), w))[:n])
+    return out
+
+
+@pytest.mark.parametrize("relevance", [1.0, 0.6, 0.2, 0.0])
+def test_relevance_ranking_matches_its_definition(relevance):
+    from types import SimpleNamespace
+    rng = np.random.default_rng(3)
+    V, K, eta = 300, 6, 0.05
+    lam = eta + rng.gamma(0.3, 20.0, size=(V, K))
+    lam[:40] += rng.gamma(2.0, 50.0, size=(40, 1))          # words frequent in every topic
+    lam[[7, 150]] = eta                                     # words the model counts no token of
+    model = SimpleNamespace(lam=lam, eta=eta)
+    scale = coh.relevance_scale(model, relevance)
+    assert (scale is None) == (relevance == 1.0)
+    got = [list(ids) for ids, _ in coh.top_words(lam, 12, range(K), scale)]
+    assert got == slow_relevance_top(lam, eta, relevance, 12)
+    for k, (ids, probs) in enumerate(coh.top_words(lam, 12, range(K), scale)):   # probabilities, not scores
+        assert np.allclose(probs, lam[ids, k] / lam[:, k].sum())
+    if scale is not None:
+        assert scale[7] == scale[150] == 0.0
+        blocked = coh.largest_per_column(lam, 12, block_rows=7, scale=scale)
+        assert np.array_equal(np.sort(blocked, axis=0), np.sort(np.argsort(-lam * scale[:, None], axis=0)[:12], axis=0))
+
+
+def test_relevance_below_one_lets_words_frequent_everywhere_give_way():
+    """Three topics that all lead with the corpus's most frequent word: ranked by probability their
+    top 2 share it; by relevance 0.6 each leads with its own words."""
+    from types import SimpleNamespace
+    V, eta = 7, 0.01
+    lam = np.full((V, 3), eta)
+    lam[0] = 100.0                                  # "the" in every topic
+    for k in range(3):
+        lam[1 + 2 * k:3 + 2 * k, k] = [60.0, 50.0]
+    model = SimpleNamespace(lam=lam, eta=eta)
+    assert coh.topic_diversity(lam, range(3), n=2) == pytest.approx(4 / 6)
+    assert coh.topic_diversity(lam, range(3), n=2, scale=coh.relevance_scale(model, 0.6)) == 1.0
+    assert [list(ids) for ids, _ in coh.top_words(lam, 2, range(3), coh.relevance_scale(model, 0.6))] == \
+        [[1, 2], [3, 4], [5, 6]]
+
+
 # ----------------------------------------------------------------------------- command line
 
 @pytest.fixture
@@ -304,6 +359,41 @@ def test_eval_refuses_top_n_without_coherence(hand_model, reference):
     assert result.exit_code == 2 and "--top-n and --window go with --coherence" in result.output
     out = json.loads(run("eval", model, "--coherence", "u_mass", "--json").stdout)
     assert out["top_n"] == 10                                           # the default, as before
+
+
+def test_topics_and_eval_rank_by_relevance(tmp_path, reference):
+    """Three topics led by the reference's most frequent word, apple: `topics --relevance 0.6`
+    lists each topic's own words first, `eval --coherence --relevance` scores those words, and
+    `topics --json` shows the saved scores only for the ranking they were computed on."""
+    from topicscale.models.lda import LDAModel
+    vocab = reference.vocab
+    lam = np.full((len(vocab), 3), 0.01)
+    lam[vocab.index("apple")] = 10.0
+    own = [["banana", "cherry"], ["egg", "fig"], ["kiwi", "lemon"]]
+    for k, words in enumerate(own):
+        lam[[vocab.index(w) for w in words], k] = [6.0, 5.0]
+    LDAModel(lam, np.full(3, 1 / 3), 0.01, vocab, step=5, docs_seen=50,
+             settings={"corpus": str(reference.path)}).save(tmp_path / "m")
+    model = tmp_path / "m"
+    first = [row["words"][:2] for row in json.loads(run("topics", model, "--json", "-n", "3").stdout)]
+    assert first == [["apple", "banana"], ["apple", "egg"], ["apple", "kiwi"]]
+    rows = json.loads(run("topics", model, "--json", "-n", "2", "--relevance", "0.6").stdout)
+    assert [row["words"] for row in rows] == own
+    assert rows[0]["weights"] == pytest.approx([6 / lam[:, 0].sum(), 5 / lam[:, 0].sum()])
+    assert run("topics", model, "-n", "2", "--relevance", "0.6").stdout.split()[2:4] == own[0]
+    out = json.loads(run("eval", model, "--coherence", "c_npmi", "--top-n", "2", "--relevance", "0.6",
+                         "--json").stdout)
+    assert out["relevance"] == 0.6
+    expected, _, _ = coh.coherence(own, reference, ["c_npmi"])
+    assert out["coherence"]["c_npmi"]["per_topic"] == pytest.approx(expected["c_npmi"], rel=1e-12)
+    loaded = load_model(model)
+    assert out["diversity"] == coh.topic_diversity(loaded.lam, [0, 1, 2], scale=coh.relevance_scale(loaded, 0.6))
+    assert all("coherence" in row for row in json.loads(run("topics", model, "--json", "--relevance", "0.6").stdout))
+    assert not any("coherence" in row for row in json.loads(run("topics", model, "--json").stdout))
+    for args in (["topics", model, "--relevance", "1.5"], ["topics", model, "--relevance", "nan"],
+                 ["eval", model, reference.path, "--relevance", "0.6"]):
+        result = run(*args, ok=False)
+        assert result.exit_code == 2 and "--relevance" in result.output
 
 
 # ----------------------------------------------------------------------------- sliding windows

@@ -606,6 +606,8 @@ fit.help = _fit_help()
                    "this many tokens (CORPUS prepared with --keep-order), or 0: in whole documents "
                    "[default: gensim's 10 (c_v: 110) when CORPUS keeps order, else 0]. u_mass "
                    "always counts documents.")
+@click.option("--relevance", type=Finite(0, 1), metavar="LAMBDA",
+              help="--coherence: score the top words as `topics --relevance` ranks them.  [default: 1]")
 @click.option("--seed", type=SEED, help="Seed of the observed / held-out word split (and of the sampler of --fold-in gibbs) [default: 0].")
 @click.option("--fold-in", "fold_in", type=click.Choice(["common", "gibbs", "own"]),
               help="LDA models: common = mean-field fold-in on E[beta] with alpha = 1/K, the same for "
@@ -617,8 +619,9 @@ fit.help = _fit_help()
                    "an LDA. [default: common; HDP, CTM: own]")
 @click.option("--threads", type=int, help="Threads, 1 to the cores [default: all cores; a dask worker 1].")
 @_cluster_options
-@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, unscored_documents, heldout_tokens, protocol} (protocol: common, gibbs or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, reference, topics, diversity, repeated_topics, absent_words}.")
-def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, scheduler, workers, as_json):
+@click.option("--json", "as_json", is_flag=True, help="Print {per_word_ll, perplexity, documents, unscored_documents, heldout_tokens, protocol} (protocol: common, gibbs or own; CTM: also per_word_ll_paper_predictive, the paper's softmax(E[theta]) plug-in); with --coherence {coherence: {measure: {mean, per_topic, window}}, top_n, relevance, reference, topics, diversity, repeated_topics, absent_words}.")
+def eval_(model, heldout, measures, top_n, window, relevance, seed, fold_in, threads, scheduler, workers,
+          as_json):
     """Per-word predictive log likelihood of HELDOUT by document completion (SVI paper, sec. 4),
     or with --coherence how readable the topics are.
 
@@ -641,10 +644,12 @@ def eval_(model, heldout, measures, top_n, window, seed, fold_in, threads, sched
         if given:
             raise click.UsageError(f"{', '.join(given)} {'go' if len(given) > 1 else 'goes'} with the held-out "
                                    "score, not --coherence")
-        return _eval_coherence(model, heldout, measures, 10 if top_n is None else top_n, window, as_json)
+        return _eval_coherence(model, heldout, measures, 10 if top_n is None else top_n, window,
+                               1.0 if relevance is None else relevance, as_json)
     if heldout is None:
         raise click.UsageError("HELDOUT is required (or --coherence)")
-    given = [flag for flag, value in (("--top-n", top_n), ("--window", window)) if value is not None]
+    given = [flag for flag, value in (("--top-n", top_n), ("--window", window), ("--relevance", relevance))
+             if value is not None]
     if given:
         raise click.UsageError(f"{' and '.join(given)} {'go' if len(given) > 1 else 'goes'} with --coherence")
     seed, given_fold_in, fold_in = seed or 0, fold_in, fold_in or "common"
@@ -678,7 +683,7 @@ def _unscored(left, n_docs):
             if left else "")
 
 
-def _eval_coherence(model, reference, measures, top_n, window, as_json):
+def _eval_coherence(model, reference, measures, top_n, window, relevance, as_json):
     """`eval --coherence`: score, save MODEL/coherence.json (or warn that it cannot), print."""
     from . import coherence
     from .corpus.shards import Corpus
@@ -694,14 +699,15 @@ def _eval_coherence(model, reference, measures, top_n, window, as_json):
         if not Path(reference, "manifest.json").is_file():
             raise TopicscaleError(f"the training corpus {reference} recorded in {model} is gone: "
                                   "give the reference CORPUS")
-    result = coherence.evaluate_coherence(m, Corpus(reference), names, top_n, window)
+    result = coherence.evaluate_coherence(m, Corpus(reference), names, top_n, window, relevance)
     try:
         saved = f"wrote {coherence.save_result(model, m, result)}"
     except TopicscaleError as exc:             # a read-only model folder: the scores are still printed
         saved = f"topicscale: warning: not saved ({exc}); `topics` and `report` will not show them"
     fmt = lambda v: "-" if v is None else f"{v:.4f}"
     counted = lambda w: f"windows of {w} tokens" if w else "documents"
-    lines = [f"reference {result['reference']}: top {top_n} words of {len(result['topics'])} topics"]
+    ranked = f" (by relevance {relevance:g})" if relevance < 1 else ""
+    lines = [f"reference {result['reference']}: top {top_n} words{ranked} of {len(result['topics'])} topics"]
     lines += [f"{name:<8} {fmt(r['mean'])}  ({counted(r['window'])})" for name, r in result["coherence"].items()]
     lines.append(f"diversity {fmt(result['diversity'])} (distinct share of the top "
                  f"{coherence.DIVERSITY_WORDS} words)")
@@ -714,6 +720,10 @@ def _eval_coherence(model, reference, measures, top_n, window, as_json):
 
 
 # ------------------------------------------------------------------------------------- topics
+RELEVANCE_HELP = ("Rank each topic's words by relevance (Sievert and Shirley 2014, as LDAvis and pyLDAvis): "
+                  "LAMBDA log p(w|k) + (1 - LAMBDA) log(p(w|k) / p(w)), p(w) the word's share of the "
+                  "training tokens. 1 ranks by probability; below 1, words frequent in every topic give way "
+                  "to those that set the topic apart (LDAvis's study found 0.6 easiest to read).")
 def _largest_per_column(matrix, n, block_rows=4096):
     """Row indices of the n largest entries of each column (coherence.largest_per_column)."""
     from .coherence import largest_per_column
@@ -730,19 +740,24 @@ def _largest_per_column(matrix, n, block_rows=4096):
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: topic, weight, rank, word, probability.")
 @click.option("--all", "show_all", is_flag=True,
               help="Every topic, also those that carry almost no weight or tokens.")
+@click.option("--relevance", type=Finite(0, 1), default=1.0, show_default=True, metavar="LAMBDA",
+              help=RELEVANCE_HELP)
 @click.option("--correlations", "n_pairs", type=click.IntRange(1), is_flag=False, flag_value=10, default=None,
               metavar="[N]", help="CTM models: after the topics, the N topic pairs with the highest "
               "correlation in Sigma_0 as 'topic i  topic j  correlation' lines (N: 10 if omitted). With "
               "--json the output becomes {topics: [...], correlations: K x K matrix, pairs: [...]}.")
-def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
+def topics(model, n_words, as_json, as_csv, show_all, relevance, n_pairs):
     """Top words of the topics, with each topic's share of the corpus, and the listed topics each
     repeats (shares more than half of its top 10 words with), as `[repeats 3 7]`.
 
     The share is of the training tokens for LDA and the CTM. An HDP's is its corpus weight (the
     stick weight E[sigma_k], which counts the documents that use a topic), by which it lists and
     orders its topics: a topic of a few long documents holds more of the tokens than of the
-    weight (--json gives both)."""
-    from .coherence import repeats_by_topic, saved_scores, top_words
+    weight (--json gives both).
+
+    With --relevance below 1 the words are ranked by relevance, not probability, and a topic's
+    repeats are counted on those words."""
+    from .coherence import relevance_scale, repeats_by_topic, saved_scores, top_words
     from .models import load_model
     if as_json and as_csv:
         raise click.UsageError("--json and --csv are two output formats: give one")
@@ -756,10 +771,10 @@ def topics(model, n_words, as_json, as_csv, show_all, n_pairs):
     tokens = m.token_weights()
     weights = m.topic_weights() if m.kind == "hdp" else tokens     # LDA's and a CTM's are the tokens' shares
     order = [int(k) for k in m.display_order(show_all)]
-    scores = saved_scores(model, m) if as_json else {}          # `eval --coherence` saved them
-    repeats = repeats_by_topic(m)                          # --all: the unlisted topics repeat none
+    scores = saved_scores(model, m, relevance) if as_json else {}     # `eval --coherence` saved them
+    repeats = repeats_by_topic(m, relevance=relevance)     # --all: the unlisted topics repeat none
     rows = []
-    for k, (top, row) in zip(order, top_words(m.lam, n_words, order)):
+    for k, (top, row) in zip(order, top_words(m.lam, n_words, order, relevance_scale(m, relevance))):
         rows.append({"topic": k, "weight": float(weights[k]), "tokens": float(tokens[k]),
                      "words": [m.vocab[i] for i in top],
                      "weights": [float(x) for x in row], "repeats": repeats.get(k, [])})

@@ -58,8 +58,9 @@ MANY_REPEATS = 0.1      # share of the listed topics repeating another that fit 
 
 
 # ------------------------------------------------------------------------------ top words
-def largest_per_column(matrix, n, block_rows=4096):
-    """Row indices (min(n, V) x K) of the n largest entries of each column of a row-major V x K matrix.
+def largest_per_column(matrix, n, block_rows=4096, scale=None):
+    """Row indices (min(n, V) x K) of the n largest entries of each column of a row-major V x K matrix
+    (of matrix x scale[:, None] when a per-row `scale` is given, never formed whole).
 
     Partitions blocks of rows (cache-sized, in row order), then partitions the candidates: no
     transposed copy of the matrix, which for V = 92k, K = 200 took longer than reading it."""
@@ -69,28 +70,54 @@ def largest_per_column(matrix, n, block_rows=4096):
     candidates = []
     for start in range(0, V, block_rows):
         block = matrix[start:start + block_rows]
+        if scale is not None:
+            block = block * scale[start:start + block_rows, None]
         if block.shape[0] > n:
             candidates.append(start + np.argpartition(block, block.shape[0] - n, axis=0)[-n:])
         else:
             candidates.append(start + np.broadcast_to(np.arange(block.shape[0])[:, None], block.shape))
     candidates = np.concatenate(candidates)
     values = np.take_along_axis(matrix, candidates, axis=0)
+    if scale is not None:
+        values = values * scale[candidates]
     best = np.argpartition(values, values.shape[0] - n, axis=0)[-n:]
     return np.take_along_axis(candidates, best, axis=0)
 
 
-def top_words(lam, n, topics):
-    """[(word ids, E[beta] of them)] of each topic in `topics`, largest first, ties by word id.
+def relevance_scale(model, relevance):
+    """Per-word factors s (V) that turn the ranking of lam's entries within a topic into Sievert and
+    Shirley's relevance (2014, "LDAvis: a method for visualizing and interpreting topics"):
+
+        r(w, k) = relevance log phi_kw + (1 - relevance) log(phi_kw / p_w)
+                = log phi_kw - (1 - relevance) log p_w,
+
+    which within topic k orders the words as lam_wk s_w with s_w = p_w^-(1 - relevance). Below 1,
+    words frequent in every topic give way to those that set the topic apart. p_w is the model's
+    own share of the training tokens, sum_k (lam_wk - eta) (no corpus is read); a word it counts
+    none of gets s_w = 0. None at relevance 1: ranked by probability."""
+    if relevance >= 1.0:
+        return None
+    lam = np.asarray(model.lam)
+    counts = np.maximum(lam.sum(axis=1) - lam.shape[1] * model.eta, 0.0)
+    scale = np.zeros(lam.shape[0])
+    seen = counts > 0
+    scale[seen] = (counts[seen] / counts.sum()) ** -(1.0 - relevance)
+    return scale
+
+
+def top_words(lam, n, topics, scale=None):
+    """[(word ids, E[beta] of them)] of each topic in `topics`, largest first (by lam x scale when
+    a relevance_scale is given), ties by word id.
 
     Every model's E[beta] is lam / colsum(lam): the columns of lam are ranked and only the
     words returned are divided, not the whole V x K matrix."""
     column_sums = lam.sum(axis=0)
-    largest = largest_per_column(lam, min(n, lam.shape[0]))
+    largest = largest_per_column(lam, min(n, lam.shape[0]), scale=scale)
     out = []
     for k in topics:
         top = largest[:, k]
         row = lam[top, k] / column_sums[k]
-        order = np.lexsort((top, -row))
+        order = np.lexsort((top, -(row if scale is None else row * scale[top])))
         out.append((top[order], row[order]))
     return out
 
@@ -101,20 +128,20 @@ def shown_topics(model):
     return np.asarray(model.display_order(False), dtype=np.int64)
 
 
-def topic_diversity(lam, topics, n=DIVERSITY_WORDS):
+def topic_diversity(lam, topics, n=DIVERSITY_WORDS, scale=None):
     """Distinct words among the top n (at most V) of each topic in `topics`, over their number."""
     topics = np.asarray(topics, dtype=np.int64)
     if topics.size == 0:
         return float("nan")
-    top = largest_per_column(lam, min(n, lam.shape[0]))[:, topics]
+    top = largest_per_column(lam, min(n, lam.shape[0]), scale=scale)[:, topics]
     return float(np.unique(top).size / top.size)
 
 
-def model_diversity(model, n=DIVERSITY_WORDS):
-    return topic_diversity(model.lam, shown_topics(model), n)
+def model_diversity(model, n=DIVERSITY_WORDS, relevance=1.0):
+    return topic_diversity(model.lam, shown_topics(model), n, relevance_scale(model, relevance))
 
 
-def repeated_pairs(lam, topics, n=REPEAT_WORDS):
+def repeated_pairs(lam, topics, n=REPEAT_WORDS, scale=None):
     """The pairs of `topics` that share more than half of their top n words: rows
     (shared, a, b) with a < b indices into lam's columns, most shared first; none when V < 2n,
     where the top n are most of the vocabulary and any two topics share them. The shared counts
@@ -124,7 +151,7 @@ def repeated_pairs(lam, topics, n=REPEAT_WORDS):
     if lam.shape[0] < 2 * n:
         return np.zeros((0, 3), dtype=np.int64)
     T = topics.size
-    top = largest_per_column(lam, n)[:, topics]
+    top = largest_per_column(lam, n, scale=scale)[:, topics]
     words, holders = top.T.ravel(), np.repeat(np.arange(T), n)
     order = np.argsort(words, kind="stable")
     words, holders = words[order], holders[order]
@@ -142,9 +169,9 @@ def repeated_pairs(lam, topics, n=REPEAT_WORDS):
     return rows[np.lexsort((rows[:, 2], rows[:, 1], -rows[:, 0]))]
 
 
-def repeated_topics(lam, topics, n=REPEAT_WORDS):
+def repeated_topics(lam, topics, n=REPEAT_WORDS, scale=None):
     """How many of `topics` share more than half of their top n words with another of them."""
-    return int(np.unique(repeated_pairs(lam, topics, n)[:, 1:]).size)
+    return int(np.unique(repeated_pairs(lam, topics, n, scale)[:, 1:]).size)
 
 
 def listed_repeats(model, n=REPEAT_WORDS):
@@ -153,8 +180,8 @@ def listed_repeats(model, n=REPEAT_WORDS):
     return repeated_topics(model.lam, listed, n), listed.size
 
 
-def model_repeats(model, n=REPEAT_WORDS):
-    return listed_repeats(model, n)[0]
+def model_repeats(model, n=REPEAT_WORDS, relevance=1.0):
+    return repeated_topics(model.lam, shown_topics(model), n, relevance_scale(model, relevance))
 
 
 def many_repeat(repeated, listed):
@@ -162,11 +189,11 @@ def many_repeat(repeated, listed):
     return repeated >= MANY_REPEATS * listed
 
 
-def repeats_by_topic(model, n=REPEAT_WORDS):
+def repeats_by_topic(model, n=REPEAT_WORDS, relevance=1.0):
     """{topic: the listed topics it repeats, ascending} for each listed topic (shown_topics)."""
     listed = shown_topics(model)
     repeats = {int(k): [] for k in listed}
-    for _, a, b in repeated_pairs(model.lam, listed, n).tolist():
+    for _, a, b in repeated_pairs(model.lam, listed, n, relevance_scale(model, relevance)).tolist():
         repeats[a].append(b)
         repeats[b].append(a)
     return {k: sorted(v) for k, v in repeats.items()}
@@ -326,19 +353,21 @@ def mean_of(values):
     return float(np.mean(scored)) if scored else None
 
 
-def evaluate_coherence(model, reference, measures, top_n=10, window=None):
+def evaluate_coherence(model, reference, measures, top_n=10, window=None, relevance=1.0):
     """`eval --coherence`: {"coherence": {measure: {"mean", "per_topic", "window"}}, "top_n",
-    "reference", "topics" (the topic numbers per_topic follows), "diversity", "repeated_topics",
-    "absent_words"};
-    window 0 means boolean documents."""
+    "relevance", "reference", "topics" (the topic numbers per_topic follows), "diversity",
+    "repeated_topics", "absent_words"}, all of the top words as ranked by `relevance`
+    (relevance_scale); window 0 means boolean documents."""
     topics = shown_topics(model)
-    word_lists = [[model.vocab[i] for i in ids] for ids, _ in top_words(model.lam, top_n, topics)]
+    scale = relevance_scale(model, relevance)
+    word_lists = [[model.vocab[i] for i in ids] for ids, _ in top_words(model.lam, top_n, topics, scale)]
     scores, windows, absent = coherence(word_lists, reference, measures, window)
     return {"coherence": {name: {"mean": mean_of(v), "per_topic": v, "window": windows[name]}
                           for name, v in scores.items()},
-            "top_n": top_n, "reference": str(Path(reference.path).resolve()),
-            "topics": [int(k) for k in topics], "diversity": model_diversity(model),
-            "repeated_topics": model_repeats(model), "absent_words": absent}
+            "top_n": top_n, "relevance": relevance, "reference": str(Path(reference.path).resolve()),
+            "topics": [int(k) for k in topics],
+            "diversity": topic_diversity(model.lam, topics, scale=scale),
+            "repeated_topics": repeated_topics(model.lam, topics, scale=scale), "absent_words": absent}
 
 
 # ------------------------------------------------------------------------------ the saved file
@@ -353,7 +382,8 @@ def save_result(model_path, model, result):
     path = Path(model_path) / SCORES_FILE
     record = dict(result, model=_model_state(model))
     old = _read(path)
-    if old and all(old.get(k) == record[k] for k in ("model", "top_n", "reference", "topics")):
+    if old and all(old.get(k) == record[k] for k in ("model", "top_n", "reference", "topics")) \
+            and _relevance(old) == _relevance(record):
         record["coherence"] = {**old.get("coherence", {}), **record["coherence"]}
     with atomic_file(path, "w") as fh:
         json.dump(record, fh)
@@ -367,11 +397,17 @@ def _read(path):
         return None
 
 
-def saved_record(model_path, model):
-    """MODEL/coherence.json's record, or None when there is none or it was computed for another
-    state of the model (it is then stale)."""
+def _relevance(record):
+    return record.get("relevance", 1.0)     # a record older than the option ranked by probability
+
+
+def saved_record(model_path, model, relevance=1.0):
+    """MODEL/coherence.json's record, or None when there is none, it was computed for another
+    state of the model (it is then stale) or of other words (another `relevance`)."""
     record = _read(Path(model_path) / SCORES_FILE)
-    return record if isinstance(record, dict) and record.get("model") == _model_state(model) else None
+    fits = (isinstance(record, dict) and record.get("model") == _model_state(model)
+            and _relevance(record) == relevance)
+    return record if fits else None
 
 
 def record_windows(record):
@@ -386,10 +422,10 @@ def record_windows(record):
             if isinstance(result, dict) and isinstance(result.get("window"), int)}
 
 
-def saved_scores(model_path, model):
+def saved_scores(model_path, model, relevance=1.0):
     """{topic: {measure: score}} from MODEL/coherence.json, or {} when there is none or it is
     stale (saved_record)."""
-    return record_scores(saved_record(model_path, model))
+    return record_scores(saved_record(model_path, model, relevance))
 
 
 def record_scores(record):
