@@ -178,6 +178,20 @@ def test_coherence_is_npmi_in_the_training_corpus(lda, corpora):
     assert str(train) in data.coherence_note
 
 
+def test_words_ranked_by_relevance_are_those_topics_lists_and_are_scored_as_ranked(lda, corpora):
+    """`report --relevance` shows the words `topics --relevance` lists, scores those, and says so."""
+    from topicscale.report_html import _topics_table
+    _, train, _ = corpora
+    data = report.gather(lda, top_n=5, relevance=0.5)
+    rows = json.loads(run("topics", lda, "-n", "5", "--json", "--relevance", "0.5").output)
+    assert [t["words"] for t in data.topics] == [r["words"] for r in rows]
+    assert [t["words"] for t in data.topics] != [t["words"] for t in report.gather(lda, top_n=5).topics]
+    expected = evaluate_coherence(load_model(lda), Corpus(train), ["c_npmi"], 5, relevance=0.5)
+    assert [t["coherence"]["c_npmi"] for t in data.topics] == expected["coherence"]["c_npmi"]["per_topic"]
+    assert dict(data.facts)["diversity (top 25 words, by relevance 0.5)"] == f"{expected['diversity']:.3f}"
+    assert "top words (by relevance 0.5)" in _topics_table(data)
+
+
 def test_saved_coherence_is_shown_and_a_lost_corpus_is_said(corpora, tmp_path):
     _, train, _ = corpora
     copy = tmp_path / "train"

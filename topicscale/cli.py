@@ -905,8 +905,10 @@ def export(model, output, fmt, corpus, threads, as_json):
 @click.option("-n", "--words", "n_words", type=click.IntRange(2), default=10, show_default=True,
               help="Top words per topic, and the words scored for coherence unless `eval --coherence` "
                    "saved scores (shown as saved, with their own count).")
+@click.option("--relevance", type=Finite(0, 1), default=1.0, show_default=True, metavar="LAMBDA",
+              help="Rank the top words as `topics --relevance` does.")
 @click.option("--threads", type=int, help="Threads, 1 to the cores [default: all cores].")
-def report(model, output, heldout, n_words, threads):
+def report(model, output, heldout, n_words, relevance, threads):
     """Write an HTML page to look at MODEL: the held-out score against training time and
     documents seen (from metrics.jsonl, written by `fit --heldout --eval-every N`), topic
     sizes, each topic's top words with its coherence (saved by `eval --coherence`, else NPMI in
@@ -914,7 +916,7 @@ def report(model, output, heldout, n_words, threads):
     the effective topics of an HDP. Needs matplotlib: pip install topicscale[report]."""
     from .report import write_report
     _set_threads(threads)
-    write_report(model, output, heldout=heldout, top_n=n_words)
+    write_report(model, output, heldout=heldout, top_n=n_words, relevance=relevance)
     click.echo(f"wrote {output}", err=True)
 
 

@@ -42,6 +42,7 @@ class ReportData:
     correlations: list = None            # CTM: [(i, j, r)], strongest positive first
     sticks: dict = None                  # HDP: {weights (descending), topics (their ids), n95, n99}
     partial: bool = False                # training was stopped (fit --resume continues it)
+    relevance: float = 1.0               # how the top words are ranked (coherence.relevance_scale)
 
 
 # ------------------------------------------------------------------------------ the curve
@@ -108,12 +109,13 @@ def heldout_curve(model_path, partial_step=None):
 
 
 # ------------------------------------------------------------------------------ coherence
-def topic_coherence(model_path, model, top_n):
+def topic_coherence(model_path, model, top_n, relevance=1.0):
     """(measures, {topic: {measure: score}}, note). Scores `eval --coherence` saved for this state
-    of the model, else COHERENCE_MEASURE of the top words in the training corpus recorded in the
-    model; when that corpus is gone, none, and the note says why."""
+    of the model and this ranking of its words (`relevance`), else COHERENCE_MEASURE of the top
+    words in the training corpus recorded in the model; when that corpus is gone, none, and the
+    note says why."""
     from . import coherence
-    record = coherence.saved_record(model_path, model)
+    record = coherence.saved_record(model_path, model, relevance)
     saved = coherence.record_scores(record)
     if saved:
         measures = list(dict.fromkeys(m for scores in saved.values() for m in scores))
@@ -133,7 +135,8 @@ def topic_coherence(model_path, model, top_n):
         return [], {}, f"No coherence: the training corpus {reference} recorded in the model is gone ({how})."
     from .corpus.shards import Corpus
     try:
-        result = coherence.evaluate_coherence(model, Corpus(reference), [COHERENCE_MEASURE], top_n)
+        result = coherence.evaluate_coherence(model, Corpus(reference), [COHERENCE_MEASURE], top_n,
+                                              relevance=relevance)
     except TopicscaleError as exc:
         return [], {}, f"No coherence: the training corpus could not be read ({exc})."
     per_topic = result["coherence"][COHERENCE_MEASURE]["per_topic"]
@@ -159,39 +162,43 @@ def stick_summary(model):
             "n99": carrying(weights, 0.99)}
 
 
-def describe(model):
-    """(name, value) pairs for the page's head: the model, its state and how it was trained."""
+def describe(model, relevance=1.0):
+    """(name, value) pairs for the page's head: the model, its state and how it was trained, and
+    the diversity and repeats of its top words as the page ranks them."""
     from .coherence import model_diversity, model_repeats
     s = model.settings
     facts = [("model", model.kind), ("topics", model.n_topics), ("vocabulary", model.n_words),
              ("documents seen", model.docs_seen), ("global steps", model.step)]
     facts += [(name, s[key]) for name, key in (("algorithm", "algorithm"), ("local step", "local"),
                                                ("training corpus", "corpus"), ("seed", "seed")) if key in s]
-    facts.append(("diversity (top 25 words)", f"{model_diversity(model):.3f}"))
-    facts.append(("repeated topics (over half of the top 10 shared)", model_repeats(model)))
+    ranked = f", by relevance {relevance:g}" if relevance < 1 else ""
+    facts.append((f"diversity (top 25 words{ranked})", f"{model_diversity(model, relevance=relevance):.3f}"))
+    facts.append((f"repeated topics (over half of the top 10 shared{ranked})",
+                  model_repeats(model, relevance=relevance)))
     return facts
 
 
 # ------------------------------------------------------------------------------ all of it
-def gather(model_path, heldout=None, top_n=10):
+def gather(model_path, heldout=None, top_n=10, relevance=1.0):
     """Everything the report shows, as numbers and words (ReportData). heldout: a held-out
-    corpus folder to score by eval's default protocol."""
-    from .coherence import repeats_by_topic, top_words
+    corpus folder to score by eval's default protocol; relevance: how the top words are ranked
+    (coherence.relevance_scale)."""
+    from .coherence import relevance_scale, repeats_by_topic, top_words
     from .models import load_model
     model = load_model(model_path)
     weights = model.topic_weights()
     shown = [int(k) for k in model.display_order(False)]
-    measures, scores, coherence_note = topic_coherence(model_path, model, top_n)
-    repeats = repeats_by_topic(model)
+    measures, scores, coherence_note = topic_coherence(model_path, model, top_n, relevance)
+    repeats = repeats_by_topic(model, relevance=relevance)
     topics = [{"topic": k, "weight": float(weights[k]), "words": [model.vocab[i] for i in ids],
                "coherence": scores.get(k, {}), "repeats": repeats[k]}
-              for k, (ids, _) in zip(shown, top_words(model.lam, top_n, shown))]
+              for k, (ids, _) in zip(shown, top_words(model.lam, top_n, shown, relevance_scale(model, relevance)))]
     partial_step = model.step if model.settings.get("partial") else None
     curve, curve_note = heldout_curve(model_path, partial_step)
-    data = ReportData(model_path=str(model_path), kind=model.kind, facts=describe(model),
+    data = ReportData(model_path=str(model_path), kind=model.kind, facts=describe(model, relevance),
                       topics=topics, weights=weights, coherence_measures=measures,
                       coherence_note=coherence_note, curve=curve, curve_note=curve_note,
-                      partial=partial_step is not None)
+                      partial=partial_step is not None, relevance=relevance)
     data.final_eval = _last_eval(model_path, partial_step) if curve else None
     if heldout is not None:
         from .corpus.shards import Corpus
@@ -232,13 +239,13 @@ def check_output(output, option="-o"):
         raise TopicscaleError(f"{option}: the report must end in .html")
 
 
-def write_report(model_path, output, heldout=None, top_n=10):
+def write_report(model_path, output, heldout=None, top_n=10, relevance=1.0):
     """Gather, plot and write the HTML page to `output` atomically. Returns the ReportData."""
     check_output(output)
     from . import report_plots
     from .atomic import atomic_file
     from .report_html import page
-    data = gather(model_path, heldout, top_n)
+    data = gather(model_path, heldout, top_n, relevance)
     html = page(data, report_plots.figures(data))
     with atomic_file(output, "w") as fh:
         fh.write(html)

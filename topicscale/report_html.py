@@ -75,8 +75,9 @@ def _heldout(data, figures):
 
 def _topics_table(data):
     measures = data.coherence_measures
+    ranked = f" (by relevance {data.relevance:g})" if data.relevance < 1 else ""
     head = "<tr><th>topic</th><th>share</th>" + "".join(f"<th>{_e(m)}</th>" for m in measures) + \
-           "<th>top words</th></tr>"
+           f"<th>top words{ranked}</th></tr>"
     rows = []
     for t in data.topics:
         scores = "".join(f'<td class="num">{_number(t["coherence"].get(m))}</td>' for m in measures)
