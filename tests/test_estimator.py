@@ -273,6 +273,25 @@ def test_fit_corpus_load_and_save_share_model_folders_with_the_command_line(tmp_
 
 
 @needs_sklearn
+def test_top_words_are_those_topics_lists(tmp_path):
+    """top_words(n, relevance) gives what `topicscale topics -n N --relevance R` prints, for an
+    HDP (its listed topics, in its order) as for LDA."""
+    X = counts(150, 60, 9)
+    for est in (LDA(n_components=4, passes=2, seed=1), HDP(n_components=12, passes=2, seed=1)):
+        est.fit(X, vocabulary=[f"word{i}" for i in range(60)])
+        est.save(tmp_path / est.model_.kind)
+        for relevance in (1.0, 0.5):
+            listed = json.loads(run("topics", tmp_path / est.model_.kind, "--json", "-n", "6",
+                                    "--relevance", str(relevance)))
+            assert est.top_words(6, relevance) == {t["topic"]: t["words"] for t in listed}
+        assert list(est.top_words(6)) == [t["topic"] for t in listed]
+        assert est.top_words(6, 0.5) != est.top_words(6)
+    for bad in ({"n": 0}, {"n": 2.5}, {"relevance": 1.5}, {"relevance": float("nan")}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            est.top_words(**bad)
+
+
+@needs_sklearn
 def test_a_loaded_model_checks_a_dataframes_columns_against_its_words(tmp_path):
     """A model's words (but w0, w1, ...: columns without names) load as its feature_names_in_, as
     a DataFrame's columns are in memory; X without names is taken as the words in that order."""

@@ -757,7 +757,7 @@ def topics(model, n_words, as_json, as_csv, show_all, relevance, n_pairs):
 
     With --relevance below 1 the words are ranked by relevance, not probability, and a topic's
     repeats are counted on those words."""
-    from .coherence import relevance_scale, repeats_by_topic, saved_scores, top_words
+    from .coherence import listed_top_words, repeats_by_topic, saved_scores
     from .models import load_model
     if as_json and as_csv:
         raise click.UsageError("--json and --csv are two output formats: give one")
@@ -770,11 +770,10 @@ def topics(model, n_words, as_json, as_csv, show_all, relevance, n_pairs):
     pairs = m.strongest_pairs(n_pairs) if n_pairs is not None else []
     tokens = m.token_weights()
     weights = m.topic_weights() if m.kind == "hdp" else tokens     # LDA's and a CTM's are the tokens' shares
-    order = [int(k) for k in m.display_order(show_all)]
     scores = saved_scores(model, m, relevance) if as_json else {}     # `eval --coherence` saved them
     repeats = repeats_by_topic(m, relevance=relevance)     # --all: the unlisted topics repeat none
     rows = []
-    for k, (top, row) in zip(order, top_words(m.lam, n_words, order, relevance_scale(m, relevance))):
+    for k, top, row in listed_top_words(m, n_words, relevance, show_all):
         rows.append({"topic": k, "weight": float(weights[k]), "tokens": float(tokens[k]),
                      "words": [m.vocab[i] for i in top],
                      "weights": [float(x) for x in row], "repeats": repeats.get(k, [])})

@@ -122,6 +122,14 @@ def top_words(lam, n, topics, scale=None):
     return out
 
 
+def listed_top_words(model, n, relevance=1.0, show_all=False):
+    """[(topic, word ids, E[beta] of them)]: the n top words, ranked by `relevance`
+    (relevance_scale), of the topics `topics` lists (every topic with `show_all`), in its order."""
+    order = [int(k) for k in model.display_order(show_all)]
+    ranked = top_words(model.lam, n, order, relevance_scale(model, relevance))
+    return [(k, ids, probs) for k, (ids, probs) in zip(order, ranked)]
+
+
 def shown_topics(model):
     """The topics coherence and diversity are measured on: those `topics` lists (LDA and CTM:
     all; HDP: those carrying 99% of the weight or of the tokens, the others hold almost nothing)."""

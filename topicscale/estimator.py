@@ -259,6 +259,19 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         check_is_fitted(self, "model_")
         return self.model_.lam.T
 
+    def top_words(self, n=10, relevance=1.0):
+        """{topic: its n top words} of the topics `topicscale topics` lists, in its order: by
+        probability, or below relevance 1 by relevance as `topics --relevance` ranks them."""
+        check_is_fitted(self, "model_")
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"n must be a whole number from 1, got {n!r}")
+        if isinstance(relevance, bool) or not isinstance(relevance, numbers.Real) \
+                or not 0.0 <= relevance <= 1.0:
+            raise ValueError(f"relevance must be a number from 0 to 1, got {relevance!r}")
+        from .coherence import listed_top_words
+        vocab = self.model_.vocab
+        return {k: [vocab[i] for i in ids] for k, ids, _ in listed_top_words(self.model_, int(n), float(relevance))}
+
     @property
     def _n_features_out(self):
         return self.model_.n_topics

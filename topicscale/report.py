@@ -183,7 +183,7 @@ def gather(model_path, heldout=None, top_n=10, relevance=1.0):
     """Everything the report shows, as numbers and words (ReportData). heldout: a held-out
     corpus folder to score by eval's default protocol; relevance: how the top words are ranked
     (coherence.relevance_scale)."""
-    from .coherence import relevance_scale, repeats_by_topic, top_words
+    from .coherence import listed_top_words, repeats_by_topic
     from .models import load_model
     model = load_model(model_path)
     weights = model.topic_weights()
@@ -192,7 +192,7 @@ def gather(model_path, heldout=None, top_n=10, relevance=1.0):
     repeats = repeats_by_topic(model, relevance=relevance)
     topics = [{"topic": k, "weight": float(weights[k]), "words": [model.vocab[i] for i in ids],
                "coherence": scores.get(k, {}), "repeats": repeats[k]}
-              for k, (ids, _) in zip(shown, top_words(model.lam, top_n, shown, relevance_scale(model, relevance)))]
+              for k, ids, _ in listed_top_words(model, top_n, relevance)]
     partial_step = model.step if model.settings.get("partial") else None
     curve, curve_note = heldout_curve(model_path, partial_step)
     data = ReportData(model_path=str(model_path), kind=model.kind, facts=describe(model, relevance),
