@@ -7,7 +7,7 @@ first.
     python benchmarks/bench_relevance.py [--corpora sotu,nyt,...] [--topics 50] [--relevance 1,0.8,0.6,0.4]
 
 Ranking: r(w, k) = lambda log p(w|k) + (1 - lambda) log(p(w|k) / p(w)). topicscale's p(w) is its
-model's own share of the tokens (coherence.relevance_scale, what `topics --relevance` shows);
+model's own share of lambda (coherence.relevance_scale, what `topics --relevance` shows);
 tomotopy's snapshot holds p(w|k) only, so its p(w) is the training corpus's word frequency (as
 pyLDAvis takes it). The measures are bench_quality.py's: NPMI of the top 10 (boolean documents of
 the training corpus, a pair that never shares a document -1, mean over all K topics), diversity
@@ -41,12 +41,10 @@ def word_frequencies(corpus):
 
 
 def ranked(matrix, scale):
-    """Each column's top DIVERSITY_N rows of a V x K matrix, by matrix x scale (None: by matrix),
-    largest first: DIVERSITY_N x K."""
-    from topicscale.coherence import largest_per_column
-    top = largest_per_column(matrix, DIVERSITY_N, scale=scale)
-    keys = np.take_along_axis(matrix, top, axis=0) * (1.0 if scale is None else scale[top])
-    return np.take_along_axis(top, np.argsort(-keys, axis=0, kind="stable"), axis=0)
+    """Each column's top DIVERSITY_N rows of a V x K matrix (by relevance with relevance factors
+    `scale`), largest first: DIVERSITY_N x K."""
+    from topicscale.coherence import top_words
+    return np.stack([ids for ids, _ in top_words(matrix, DIVERSITY_N, range(matrix.shape[1]), scale)], axis=1)
 
 
 def measures(top, corpus):
@@ -57,7 +55,7 @@ def measures(top, corpus):
 
 
 def run_case(folder, corpus, relevance):
-    from topicscale.coherence import relevance_scale
+    from topicscale.coherence import relevance_factors, relevance_scale
     from topicscale.models import load_model
     model = load_model(folder / "default")
     snapshots = sorted((folder / "tomotopy").glob("snap-*.npy"))
@@ -68,7 +66,7 @@ def run_case(folder, corpus, relevance):
     p = word_frequencies(corpus)
     rows, tops = [], {}
     for lam in relevance:
-        gibbs_scale = None if lam >= 1 else np.where(p > 0, np.maximum(p, 1e-300) ** -(1.0 - lam), 0.0)
+        gibbs_scale = relevance_factors(p, lam)
         for tool, matrix, scale in (("topicscale default", np.asarray(model.lam), relevance_scale(model, lam)),
                                     (f"tomotopy, {snapshots[-1].name}", gibbs, gibbs_scale)):
             top = ranked(matrix, scale)

@@ -198,20 +198,16 @@ def test_repeated_topics_agree_with_comparing_every_pair_of_word_sets():
     assert coh.repeated_topics(lam, range(K), n) == expected
 
 
-def slow_relevance_top(lam, eta, relevance, n):
+def slow_relevance_top(lam, relevance, n):
     """Each topic's top n word ids by Sievert and Shirley's relevance, as they define it:
-    relevance log phi_kw + (1 - relevance) log(phi_kw / p_w), p_w the share of sum_k (lam - eta);
-    a word of no tokens last. Ties by word id."""
+    relevance log phi_kw + (1 - relevance) log(phi_kw / p_w), p_w the word's share of lam. Ties by
+    word id."""
     phi = lam / lam.sum(axis=0)
-    counts = (lam - eta).sum(axis=1)
-    p = counts / counts.sum()
+    p = lam.sum(axis=1) / lam.sum()
     out = []
     for k in range(lam.shape[1]):
-        def score(w):
-            if relevance == 1:
-                return np.log(phi[w, k])
-            return relevance * np.log(phi[w, k]) + (1 - relevance) * np.log(phi[w, k] / p[w]) if p[w] > 0 else -np.inf
-        out.append(sorted(range(lam.shape[0]), key=lambda w: (-score(w), w))[:n])
+        score = relevance * np.log(phi[:, k]) + (1 - relevance) * np.log(phi[:, k] / p)
+        out.append(sorted(range(lam.shape[0]), key=lambda w: (-score[w], w))[:n])
     return out
 
 
@@ -222,18 +218,23 @@ def test_relevance_ranking_matches_its_definition(relevance):
     V, K, eta = 300, 6, 0.05
     lam = eta + rng.gamma(0.3, 20.0, size=(V, K))
     lam[:40] += rng.gamma(2.0, 50.0, size=(40, 1))          # words frequent in every topic
-    lam[[7, 150]] = eta                                     # words the model counts no token of
+    lam[[7, 150]] = eta + rng.uniform(0, 1e-3, size=(2, K))  # words of no token (crumbs of a start)
     model = SimpleNamespace(lam=lam, eta=eta)
     scale = coh.relevance_scale(model, relevance)
     assert (scale is None) == (relevance == 1.0)
     got = [list(ids) for ids, _ in coh.top_words(lam, 12, range(K), scale)]
-    assert got == slow_relevance_top(lam, eta, relevance, 12)
+    assert got == slow_relevance_top(lam, relevance, 12)
+    assert not {7, 150} & {w for ids in got for w in ids}
     for k, (ids, probs) in enumerate(coh.top_words(lam, 12, range(K), scale)):   # probabilities, not scores
         assert np.allclose(probs, lam[ids, k] / lam[:, k].sum())
     if scale is not None:
-        assert scale[7] == scale[150] == 0.0
         blocked = coh.largest_per_column(lam, 12, block_rows=7, scale=scale)
         assert np.array_equal(np.sort(blocked, axis=0), np.sort(np.argsort(-lam * scale[:, None], axis=0)[:12], axis=0))
+
+
+def test_relevance_factors_leave_words_of_no_share_last():
+    assert coh.relevance_factors([0.5, 0.0, 0.25], 1.0) is None
+    assert coh.relevance_factors([0.5, 0.0, 0.25], 0.5) == pytest.approx([2 ** 0.5, 0.0, 2.0])
 
 
 def test_relevance_below_one_lets_words_frequent_everywhere_give_way():

@@ -270,8 +270,8 @@ def test_every_float_option_refuses_nan_and_infinity():
 @pytest.mark.parametrize("flags", [["--passes", "nan"], ["--time-limit", "nan"], ["--tau", "inf"],
                                    ["--kappa", "nan"]])
 def test_a_non_finite_number_is_refused_before_any_work(tiny, tmp_path, flags):
-    """--passes nan gave a traceback, --time-limit nan trained until killed, and --tau inf trained
-    with every step 0 (exit 0)."""
+    """NaN or infinity, on the command line or in a preset, is a usage error before the output
+    folder is made."""
     corpus, _ = tiny
     result = run("fit", corpus, "-k", "2", "-q", "-o", tmp_path / "m", *flags)
     assert result.exit_code == 2 and f"'{flags[0]}'" in result.output and "not a finite number" in result.output

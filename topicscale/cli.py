@@ -607,7 +607,7 @@ fit.help = _fit_help()
                    "[default: gensim's 10 (c_v: 110) when CORPUS keeps order, else 0]. u_mass "
                    "always counts documents.")
 @click.option("--relevance", type=Finite(0, 1), metavar="LAMBDA",
-              help="--coherence: score the top words as `topics --relevance` ranks them.  [default: 1]")
+              help="--coherence: score the top words as `topics --relevance` ranks them.  [default: 1.0]")
 @click.option("--seed", type=SEED, help="Seed of the observed / held-out word split (and of the sampler of --fold-in gibbs) [default: 0].")
 @click.option("--fold-in", "fold_in", type=click.Choice(["common", "gibbs", "own"]),
               help="LDA models: common = mean-field fold-in on E[beta] with alpha = 1/K, the same for "
@@ -710,9 +710,9 @@ def _eval_coherence(model, reference, measures, top_n, window, relevance, as_jso
     lines = [f"reference {result['reference']}: top {top_n} words{ranked} of {len(result['topics'])} topics"]
     lines += [f"{name:<8} {fmt(r['mean'])}  ({counted(r['window'])})" for name, r in result["coherence"].items()]
     lines.append(f"diversity {fmt(result['diversity'])} (distinct share of the top "
-                 f"{coherence.DIVERSITY_WORDS} words)")
+                 f"{coherence.DIVERSITY_WORDS} words{ranked})")
     lines.append(f"repeated {result['repeated_topics']} topics (sharing more than half of their top "
-                 f"{coherence.REPEAT_WORDS} words with another)")
+                 f"{coherence.REPEAT_WORDS} words{ranked} with another)")
     if result["absent_words"]:
         lines.append(f"not in the reference (dropped): {' '.join(result['absent_words'])}")
     _emit(as_json, result, lines)
@@ -722,8 +722,10 @@ def _eval_coherence(model, reference, measures, top_n, window, relevance, as_jso
 # ------------------------------------------------------------------------------------- topics
 RELEVANCE_HELP = ("Rank each topic's words by relevance (Sievert and Shirley 2014, as LDAvis and pyLDAvis): "
                   "LAMBDA log p(w|k) + (1 - LAMBDA) log(p(w|k) / p(w)), p(w) the word's share of the "
-                  "training tokens. 1 ranks by probability; below 1, words frequent in every topic give way "
+                  "model's training tokens. 1 ranks by probability; below 1, words frequent in every topic give way "
                   "to those that set the topic apart (LDAvis's study found 0.6 easiest to read).")
+
+
 def _largest_per_column(matrix, n, block_rows=4096):
     """Row indices of the n largest entries of each column (coherence.largest_per_column)."""
     from .coherence import largest_per_column
@@ -735,7 +737,8 @@ def _largest_per_column(matrix, n, block_rows=4096):
 @click.option("-n", "--words", "n_words", type=click.IntRange(1), default=10, show_default=True,
               help="Words per topic.")
 @click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, tokens, words, weights, "
-              "repeats}, and coherence {measure: score} when `eval --coherence` saved it for the model; "
+              "repeats}, and coherence {measure: score} when `eval --coherence` saved it for the model "
+              "and the same --relevance; "
               "tokens is the topic's share of the training tokens (an HDP's weight is its stick weight).")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: topic, weight, rank, word, probability.")
 @click.option("--all", "show_all", is_flag=True,
@@ -757,7 +760,7 @@ def topics(model, n_words, as_json, as_csv, show_all, relevance, n_pairs):
 
     With --relevance below 1 the words are ranked by relevance, not probability, and a topic's
     repeats are counted on those words."""
-    from .coherence import listed_top_words, repeats_by_topic, saved_scores
+    from .coherence import listed_top_words, relevance_scale, repeats_by_topic, saved_scores
     from .models import load_model
     if as_json and as_csv:
         raise click.UsageError("--json and --csv are two output formats: give one")
@@ -771,9 +774,10 @@ def topics(model, n_words, as_json, as_csv, show_all, relevance, n_pairs):
     tokens = m.token_weights()
     weights = m.topic_weights() if m.kind == "hdp" else tokens     # LDA's and a CTM's are the tokens' shares
     scores = saved_scores(model, m, relevance) if as_json else {}     # `eval --coherence` saved them
-    repeats = repeats_by_topic(m, relevance=relevance)     # --all: the unlisted topics repeat none
+    scale = relevance_scale(m, relevance)
+    repeats = repeats_by_topic(m, scale=scale)             # --all: the unlisted topics repeat none
     rows = []
-    for k, top, row in listed_top_words(m, n_words, relevance, show_all):
+    for k, top, row in listed_top_words(m, n_words, scale, show_all):
         rows.append({"topic": k, "weight": float(weights[k]), "tokens": float(tokens[k]),
                      "words": [m.vocab[i] for i in top],
                      "weights": [float(x) for x in row], "repeats": repeats.get(k, [])})

@@ -84,30 +84,39 @@ def largest_per_column(matrix, n, block_rows=4096, scale=None):
     return np.take_along_axis(candidates, best, axis=0)
 
 
-def relevance_scale(model, relevance):
-    """Per-word factors s (V) that turn the ranking of lam's entries within a topic into Sievert and
-    Shirley's relevance (2014, "LDAvis: a method for visualizing and interpreting topics"):
+def relevance_factors(shares, relevance):
+    """Per-word factors s (V) that turn the ranking of a topic's word probabilities phi_kw (or of
+    any multiple of them) into Sievert and Shirley's relevance (2014, "LDAvis: a method for
+    visualizing and interpreting topics"), p_w being each word's share of the corpus (`shares`):
 
         r(w, k) = relevance log phi_kw + (1 - relevance) log(phi_kw / p_w)
                 = log phi_kw - (1 - relevance) log p_w,
 
-    which within topic k orders the words as lam_wk s_w with s_w = p_w^-(1 - relevance). Below 1,
-    words frequent in every topic give way to those that set the topic apart. p_w is the model's
-    own share of the training tokens, sum_k (lam_wk - eta) (no corpus is read); a word it counts
-    none of gets s_w = 0. None at relevance 1: ranked by probability."""
+    which within a topic orders the words as phi_kw s_w with s_w = p_w^-(1 - relevance); 0 for a
+    word of share 0. Below 1, words frequent in every topic give way to those that set the topic
+    apart. None at relevance 1: ranked by probability."""
     if relevance >= 1.0:
         return None
-    lam = np.asarray(model.lam)
-    counts = np.maximum(lam.sum(axis=1) - lam.shape[1] * model.eta, 0.0)
-    scale = np.zeros(lam.shape[0])
-    seen = counts > 0
-    scale[seen] = (counts[seen] / counts.sum()) ** -(1.0 - relevance)
+    shares = np.asarray(shares, dtype=np.float64)
+    scale = np.zeros(shares.shape[0])
+    seen = shares > 0
+    scale[seen] = shares[seen] ** -(1.0 - relevance)
     return scale
+
+
+def relevance_scale(model, relevance):
+    """relevance_factors of a model's words, p_w its own share of lam, sum_k lam_wk / sum lam (the
+    smoothed counts its E[beta] comes from; no corpus is read). A word it saw no token of has
+    p_w = K eta / sum lam, so its phi_kw / p_w stays near 1 and it never tops a topic."""
+    if relevance >= 1.0:
+        return None
+    totals = np.asarray(model.lam).sum(axis=1, dtype=np.float64)
+    return relevance_factors(totals / totals.sum(), relevance)
 
 
 def top_words(lam, n, topics, scale=None):
     """[(word ids, E[beta] of them)] of each topic in `topics`, largest first (by lam x scale when
-    a relevance_scale is given), ties by word id.
+    relevance factors are given: relevance_scale), ties by word id.
 
     Every model's E[beta] is lam / colsum(lam): the columns of lam are ranked and only the
     words returned are divided, not the whole V x K matrix."""
@@ -122,11 +131,11 @@ def top_words(lam, n, topics, scale=None):
     return out
 
 
-def listed_top_words(model, n, relevance=1.0, show_all=False):
-    """[(topic, word ids, E[beta] of them)]: the n top words, ranked by `relevance`
-    (relevance_scale), of the topics `topics` lists (every topic with `show_all`), in its order."""
+def listed_top_words(model, n, scale=None, show_all=False):
+    """[(topic, word ids, E[beta] of them)]: the n top words (ranked by relevance with a
+    relevance_scale) of the topics `topics` lists (every topic with `show_all`), in its order."""
     order = [int(k) for k in model.display_order(show_all)]
-    ranked = top_words(model.lam, n, order, relevance_scale(model, relevance))
+    ranked = top_words(model.lam, n, order, scale)
     return [(k, ids, probs) for k, (ids, probs) in zip(order, ranked)]
 
 
@@ -145,8 +154,8 @@ def topic_diversity(lam, topics, n=DIVERSITY_WORDS, scale=None):
     return float(np.unique(top).size / top.size)
 
 
-def model_diversity(model, n=DIVERSITY_WORDS, relevance=1.0):
-    return topic_diversity(model.lam, shown_topics(model), n, relevance_scale(model, relevance))
+def model_diversity(model, n=DIVERSITY_WORDS, scale=None):
+    return topic_diversity(model.lam, shown_topics(model), n, scale)
 
 
 def repeated_pairs(lam, topics, n=REPEAT_WORDS, scale=None):
@@ -182,14 +191,14 @@ def repeated_topics(lam, topics, n=REPEAT_WORDS, scale=None):
     return int(np.unique(repeated_pairs(lam, topics, n, scale)[:, 1:]).size)
 
 
-def listed_repeats(model, n=REPEAT_WORDS):
+def listed_repeats(model, n=REPEAT_WORDS, scale=None):
     """(how many of the listed topics (shown_topics) repeat another, how many are listed)."""
     listed = shown_topics(model)
-    return repeated_topics(model.lam, listed, n), listed.size
+    return repeated_topics(model.lam, listed, n, scale), listed.size
 
 
-def model_repeats(model, n=REPEAT_WORDS, relevance=1.0):
-    return repeated_topics(model.lam, shown_topics(model), n, relevance_scale(model, relevance))
+def model_repeats(model, n=REPEAT_WORDS, scale=None):
+    return listed_repeats(model, n, scale)[0]
 
 
 def many_repeat(repeated, listed):
@@ -197,11 +206,11 @@ def many_repeat(repeated, listed):
     return repeated >= MANY_REPEATS * listed
 
 
-def repeats_by_topic(model, n=REPEAT_WORDS, relevance=1.0):
+def repeats_by_topic(model, n=REPEAT_WORDS, scale=None):
     """{topic: the listed topics it repeats, ascending} for each listed topic (shown_topics)."""
     listed = shown_topics(model)
     repeats = {int(k): [] for k in listed}
-    for _, a, b in repeated_pairs(model.lam, listed, n, relevance_scale(model, relevance)).tolist():
+    for _, a, b in repeated_pairs(model.lam, listed, n, scale).tolist():
         repeats[a].append(b)
         repeats[b].append(a)
     return {k: sorted(v) for k, v in repeats.items()}

@@ -268,9 +268,10 @@ class _TopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         if isinstance(relevance, bool) or not isinstance(relevance, numbers.Real) \
                 or not 0.0 <= relevance <= 1.0:
             raise ValueError(f"relevance must be a number from 0 to 1, got {relevance!r}")
-        from .coherence import listed_top_words
-        vocab = self.model_.vocab
-        return {k: [vocab[i] for i in ids] for k, ids, _ in listed_top_words(self.model_, int(n), float(relevance))}
+        from .coherence import listed_top_words, relevance_scale
+        m = self.model_
+        return {k: [m.vocab[i] for i in ids]
+                for k, ids, _ in listed_top_words(m, int(n), relevance_scale(m, float(relevance)))}
 
     @property
     def _n_features_out(self):

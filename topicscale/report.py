@@ -162,9 +162,10 @@ def stick_summary(model):
             "n99": carrying(weights, 0.99)}
 
 
-def describe(model, relevance=1.0):
+def describe(model, relevance=1.0, scale=None):
     """(name, value) pairs for the page's head: the model, its state and how it was trained, and
-    the diversity and repeats of its top words as the page ranks them."""
+    the diversity and repeats of its top words as the page ranks them (by `relevance`, whose
+    relevance_scale is `scale`)."""
     from .coherence import model_diversity, model_repeats
     s = model.settings
     facts = [("model", model.kind), ("topics", model.n_topics), ("vocabulary", model.n_words),
@@ -172,9 +173,8 @@ def describe(model, relevance=1.0):
     facts += [(name, s[key]) for name, key in (("algorithm", "algorithm"), ("local step", "local"),
                                                ("training corpus", "corpus"), ("seed", "seed")) if key in s]
     ranked = f", by relevance {relevance:g}" if relevance < 1 else ""
-    facts.append((f"diversity (top 25 words{ranked})", f"{model_diversity(model, relevance=relevance):.3f}"))
-    facts.append((f"repeated topics (over half of the top 10 shared{ranked})",
-                  model_repeats(model, relevance=relevance)))
+    facts.append((f"diversity (top 25 words{ranked})", f"{model_diversity(model, scale=scale):.3f}"))
+    facts.append((f"repeated topics (over half of the top 10 shared{ranked})", model_repeats(model, scale=scale)))
     return facts
 
 
@@ -183,19 +183,20 @@ def gather(model_path, heldout=None, top_n=10, relevance=1.0):
     """Everything the report shows, as numbers and words (ReportData). heldout: a held-out
     corpus folder to score by eval's default protocol; relevance: how the top words are ranked
     (coherence.relevance_scale)."""
-    from .coherence import listed_top_words, repeats_by_topic
+    from .coherence import listed_top_words, relevance_scale, repeats_by_topic
     from .models import load_model
     model = load_model(model_path)
     weights = model.topic_weights()
     shown = [int(k) for k in model.display_order(False)]
     measures, scores, coherence_note = topic_coherence(model_path, model, top_n, relevance)
-    repeats = repeats_by_topic(model, relevance=relevance)
+    scale = relevance_scale(model, relevance)
+    repeats = repeats_by_topic(model, scale=scale)
     topics = [{"topic": k, "weight": float(weights[k]), "words": [model.vocab[i] for i in ids],
                "coherence": scores.get(k, {}), "repeats": repeats[k]}
-              for k, ids, _ in listed_top_words(model, top_n, relevance)]
+              for k, ids, _ in listed_top_words(model, top_n, scale)]
     partial_step = model.step if model.settings.get("partial") else None
     curve, curve_note = heldout_curve(model_path, partial_step)
-    data = ReportData(model_path=str(model_path), kind=model.kind, facts=describe(model, relevance),
+    data = ReportData(model_path=str(model_path), kind=model.kind, facts=describe(model, relevance, scale),
                       topics=topics, weights=weights, coherence_measures=measures,
                       coherence_note=coherence_note, curve=curve, curve_note=curve_note,
                       partial=partial_step is not None, relevance=relevance)
