@@ -391,10 +391,12 @@ def test_topics_and_eval_rank_by_relevance(tmp_path, reference):
     assert out["diversity"] == coh.topic_diversity(loaded.lam, [0, 1, 2], scale=coh.relevance_scale(loaded, 0.6))
     assert all("coherence" in row for row in json.loads(run("topics", model, "--json", "--relevance", "0.6").stdout))
     assert not any("coherence" in row for row in json.loads(run("topics", model, "--json").stdout))
-    for args in (["topics", model, "--relevance", "1.5"], ["topics", model, "--relevance", "nan"],
-                 ["eval", model, reference.path, "--relevance", "0.6"]):
+    for args in (["topics", model, "--relevance", "1.5"], ["topics", model, "--relevance", "nan"]):
         result = run(*args, ok=False)
-        assert result.exit_code == 2 and "--relevance" in result.output
+        assert result.exit_code == 2 and "'--relevance'" in result.output
+    for args in (["eval", model, reference.path, "--relevance", "0.6"], ["eval", model, "--relevance", "0.6"]):
+        result = run(*args, ok=False)
+        assert result.exit_code == 2 and "--relevance goes with --coherence" in result.output
 
 
 # ----------------------------------------------------------------------------- sliding windows

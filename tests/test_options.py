@@ -1,6 +1,7 @@
 """Every fit option does what it says or is refused: a test generated from the declarations
 (topicscale/options.py and the registry's matrix) over every model x algorithm x local step."""
 import json
+import math
 import re
 from pathlib import Path
 
@@ -262,6 +263,8 @@ def test_every_float_option_refuses_nan_and_infinity():
         for text in ("nan", "inf", "-inf"):
             with pytest.raises(click.BadParameter, match="not a finite number|not in the range"):
                 param.type.convert(text, param, None)
+        if param.type.min is None or (param.type.min == 0 and not param.type.min_open):      # 0 in range
+            assert math.copysign(1.0, param.type.convert("-0", param, None)) == 1.0       # -0 is 0
         low = param.type.min if param.type.min is not None else 0.0
         assert param.type.convert(str(low + 0.5 if param.type.max is None else (low + param.type.max) / 2),
                                   param, None) > low

@@ -190,6 +190,7 @@ def test_words_ranked_by_relevance_are_those_topics_lists_and_are_scored_as_rank
     assert [t["coherence"]["c_npmi"] for t in data.topics] == expected["coherence"]["c_npmi"]["per_topic"]
     assert dict(data.facts)["diversity (top 25 words, by relevance 0.5)"] == f"{expected['diversity']:.3f}"
     assert "top words (by relevance 0.5)" in _topics_table(data)
+    assert "`eval --coherence c_npmi --relevance 0.5`" in data.coherence_note
 
 
 def test_saved_coherence_is_shown_and_a_lost_corpus_is_said(corpora, tmp_path):

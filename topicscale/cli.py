@@ -646,12 +646,12 @@ def eval_(model, heldout, measures, top_n, window, relevance, seed, fold_in, thr
                                    "score, not --coherence")
         return _eval_coherence(model, heldout, measures, 10 if top_n is None else top_n, window,
                                1.0 if relevance is None else relevance, as_json)
-    if heldout is None:
-        raise click.UsageError("HELDOUT is required (or --coherence)")
     given = [flag for flag, value in (("--top-n", top_n), ("--window", window), ("--relevance", relevance))
              if value is not None]
     if given:
         raise click.UsageError(f"{' and '.join(given)} {'go' if len(given) > 1 else 'goes'} with --coherence")
+    if heldout is None:
+        raise click.UsageError("HELDOUT is required (or --coherence)")
     seed, given_fold_in, fold_in = seed or 0, fold_in, fold_in or "common"
     from .corpus.shards import open_corpus
     from .evaluate import COMMON_KINDS, check_scorable, describe_protocol, evaluate_exported, evaluate_model
@@ -706,13 +706,14 @@ def _eval_coherence(model, reference, measures, top_n, window, relevance, as_jso
         saved = f"topicscale: warning: not saved ({exc}); `topics` and `report` will not show them"
     fmt = lambda v: "-" if v is None else f"{v:.4f}"
     counted = lambda w: f"windows of {w} tokens" if w else "documents"
-    ranked = f" (by relevance {relevance:g})" if relevance < 1 else ""
-    lines = [f"reference {result['reference']}: top {top_n} words{ranked} of {len(result['topics'])} topics"]
+    ranked = f", by relevance {relevance:g}" if relevance < 1 else ""
+    lines = [f"reference {result['reference']}: top {top_n} words{ranked and f' ({ranked[2:]})'} of "
+             f"{len(result['topics'])} topics"]
     lines += [f"{name:<8} {fmt(r['mean'])}  ({counted(r['window'])})" for name, r in result["coherence"].items()]
     lines.append(f"diversity {fmt(result['diversity'])} (distinct share of the top "
                  f"{coherence.DIVERSITY_WORDS} words{ranked})")
     lines.append(f"repeated {result['repeated_topics']} topics (sharing more than half of their top "
-                 f"{coherence.REPEAT_WORDS} words{ranked} with another)")
+                 f"{coherence.REPEAT_WORDS} words with another{ranked})")
     if result["absent_words"]:
         lines.append(f"not in the reference (dropped): {' '.join(result['absent_words'])}")
     _emit(as_json, result, lines)
@@ -720,10 +721,11 @@ def _eval_coherence(model, reference, measures, top_n, window, relevance, as_jso
 
 
 # ------------------------------------------------------------------------------------- topics
-RELEVANCE_HELP = ("Rank each topic's words by relevance (Sievert and Shirley 2014, as LDAvis and pyLDAvis): "
+RELEVANCE_HELP = ("Rank each topic's words by relevance (Sievert and Shirley 2014, the ranking LDAvis offers): "
                   "LAMBDA log p(w|k) + (1 - LAMBDA) log(p(w|k) / p(w)), p(w) the word's share of the "
-                  "model's training tokens. 1 ranks by probability; below 1, words frequent in every topic give way "
-                  "to those that set the topic apart (LDAvis's study found 0.6 easiest to read).")
+                  "model's training tokens (LDAvis takes it from the corpus). 1 ranks by probability; below 1, words "
+                  "frequent in every topic give way to those that set the topic apart, and low values bring up "
+                  "rare words (LDAvis's study found 0.6 easiest to read).")
 
 
 def _largest_per_column(matrix, n, block_rows=4096):

@@ -46,7 +46,7 @@ class Finite(click.FloatRange):
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
-        return number
+        return number + 0.0             # -0.0 is 0.0
 
     def _describe_range(self):
         return "finite" if self.min is None and self.max is None else super()._describe_range()
