@@ -706,8 +706,9 @@ def _eval_coherence(model, reference, measures, top_n, window, relevance, as_jso
         saved = f"topicscale: warning: not saved ({exc}); `topics` and `report` will not show them"
     fmt = lambda v: "-" if v is None else f"{v:.4f}"
     counted = lambda w: f"windows of {w} tokens" if w else "documents"
-    ranked = f", by relevance {relevance:g}" if relevance < 1 else ""
-    lines = [f"reference {result['reference']}: top {top_n} words{ranked and f' ({ranked[2:]})'} of "
+    by = f"by relevance {relevance:g}" if relevance < 1 else None
+    ranked = f", {by}" if by else ""
+    lines = [f"reference {result['reference']}: top {top_n} words{f' ({by})' if by else ''} of "
              f"{len(result['topics'])} topics"]
     lines += [f"{name:<8} {fmt(r['mean'])}  ({counted(r['window'])})" for name, r in result["coherence"].items()]
     lines.append(f"diversity {fmt(result['diversity'])} (distinct share of the top "

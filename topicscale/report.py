@@ -115,6 +115,7 @@ def topic_coherence(model_path, model, top_n, relevance=1.0):
     words in the training corpus recorded in the model; when that corpus is gone, none, and the
     note says why."""
     from . import coherence
+    ranked = f" --relevance {relevance:g}" if relevance < 1 else ""          # as eval's option
     record = coherence.saved_record(model_path, model, relevance)
     saved = coherence.record_scores(record)
     if saved:
@@ -123,7 +124,6 @@ def topic_coherence(model_path, model, top_n, relevance=1.0):
         where = ", ".join(f"in {counted[m]} for {m}" for m in measures if m in counted)
         scored = (f" of each topic's top {record['top_n']} words" if isinstance(record.get("top_n"), int) else "")
         scored += f" in {record['reference']}" if isinstance(record.get("reference"), str) else ""
-        ranked = f" --relevance {relevance:g}" if relevance < 1 else ""
         return measures, saved, (f"Coherence{scored} as `topicscale eval --coherence{ranked}` saved it in "
                                  f"{Path(model_path) / coherence.SCORES_FILE}"
                                  + (f" (co-occurrences counted {where})." if where else "."))
@@ -142,7 +142,6 @@ def topic_coherence(model_path, model, top_n, relevance=1.0):
         return [], {}, f"No coherence: the training corpus could not be read ({exc})."
     per_topic = result["coherence"][COHERENCE_MEASURE]["per_topic"]
     scores = {k: {COHERENCE_MEASURE: s} for k, s in zip(result["topics"], per_topic)}
-    ranked = f" --relevance {relevance:g}" if relevance < 1 else ""
     return [COHERENCE_MEASURE], scores, (f"Coherence: NPMI of each topic's top {top_n} words in the "
                                          f"training corpus {reference} (as `eval --coherence c_npmi{ranked}`).")
 
