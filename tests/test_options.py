@@ -282,3 +282,45 @@ def test_a_non_finite_number_is_refused_before_any_work(tiny, tmp_path, flags):
     (tmp_path / "preset.toml").write_text(f"{flags[0][2:]} = {flags[1]}\n")
     result = run("fit", corpus, "-k", "2", "-q", "-o", tmp_path / "m", "--config", tmp_path / "preset.toml")
     assert result.exit_code != 0 and "not a finite number" in result.output and not (tmp_path / "m").exists()
+
+
+def _int_options(group, path=()):
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            yield from _int_options(command, path + (name,))
+            continue
+        for param in command.params:
+            if isinstance(param.type, click.IntRange):
+                yield path + (name,), param
+
+
+def test_every_count_option_has_a_bound_the_kernels_take():
+    """Every count option is bounded by int64 (a kernel's integers), and those that size arrays by
+    SIZE_MAX, so that a huge value is a usage error rather than an overflow in a kernel or in
+    numpy's array shapes."""
+    found = list(_int_options(cli))
+    assert len(found) >= 20
+    sized = {("fit", "n_topics"), ("fit", "doc_truncation"), ("fit", "max_iter"),
+             ("classify fit", "max_iter"), ("classify fit", "samples"), ("classify fit", "iterations")}
+    for where, param in found:
+        assert param.type.max is not None and param.type.max <= options.INT64_MAX, (where, param.name)
+        if (" ".join(where), param.name) in sized:
+            assert param.type.max == options.SIZE_MAX, (where, param.name)
+        with pytest.raises(click.BadParameter, match="not in the range"):
+            param.type.convert(str(10**20), param, None)
+
+
+def test_a_count_too_large_or_an_allocation_too_large_is_one_line(tiny, tmp_path, monkeypatch):
+    corpus, _ = tiny
+    result = run("fit", corpus, "-k", "2", "--max-iter", str(10**20), "-o", tmp_path / "m")
+    assert result.exit_code == 2 and "'--max-iter'" in result.output and not (tmp_path / "m").exists()
+    import topicscale.runs
+
+    def too_big(*args, **kwargs):
+        raise MemoryError("Unable to allocate 11.7 PiB for an array with shape (16438, 100000000000) "
+                          "and data type float64")
+    monkeypatch.setattr(topicscale.runs, "run_fit", too_big)
+    result = CliRunner().invoke(cli, ["fit", str(corpus), "-k", "2000000000", "-o", str(tmp_path / "m")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.strip() == ("topicscale: error: not enough memory: Unable to allocate 11.7 PiB for an "
+                                     "array with shape (16438, 100000000000) and data type float64")

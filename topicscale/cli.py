@@ -15,7 +15,7 @@ import click
 
 from . import __version__, registry
 from .errors import TopicscaleError
-from .options import SEED, Finite
+from .options import SEED, Count, Finite
 
 
 def _show_progress(quiet):
@@ -145,6 +145,8 @@ class _Group(click.Group):
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise UserError(f"{where}{exc.strerror or exc}") from None
+        except MemoryError as exc:          # numpy's says what it could not allocate
+            raise UserError(f"not enough memory{f': {exc}' if str(exc) else ''}") from None
         except KeyboardInterrupt as exc:
             terminated = isinstance(exc, Terminated)
             click.echo(f"topicscale: {'terminated' if terminated else 'interrupted'}", err=True)
@@ -183,11 +185,11 @@ def cli():
 @click.option("--heldout-output", type=click.Path(file_okay=False),
               help="Where to write the held-out corpus [default: OUTPUT-heldout].")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the held-out draw.")
-@click.option("--min-df", type=click.IntRange(1), default=2, show_default=True,
+@click.option("--min-df", type=Count(1), default=2, show_default=True,
               help="Text: keep words in at least this many documents.")
 @click.option("--max-df", type=Finite(0, 1, min_open=True), default=0.5, show_default=True,
               help="Text: drop words in more than this fraction of documents.")
-@click.option("--max-vocab", type=click.IntRange(0), default=0,
+@click.option("--max-vocab", type=Count(0), default=0,
               help="Text: keep at most this many of the most frequent words (0: no limit).")
 @click.option("--stopwords",
               help="Text: 'english' (built-in list), 'none', or a file with one word per line "
@@ -267,12 +269,12 @@ def _refuse_unused_prepare_options(fmt, vocab):
 @cli.command()
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Corpus folder to write.")
-@click.option("-n", "--documents", type=click.IntRange(1), required=True, help="Documents to draw.")
+@click.option("-n", "--documents", type=Count(1), required=True, help="Documents to draw.")
 @click.option("--doc-length", type=Finite(1), default=100.0, show_default=True,
               help="Mean document length (Poisson, each document at least one word).")
 @click.option("--alpha", type=Finite(0, min_open=True), default=0.1, show_default=True,
               help="Dirichlet prior of the documents' topic proportions.")
-@click.option("--heldout", type=click.IntRange(0), default=0, help="Also draw this many documents into OUTPUT-heldout.")
+@click.option("--heldout", type=Count(0), default=0, help="Also draw this many documents into OUTPUT-heldout.")
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed of the draws: same seed, same corpus (OUTPUT-heldout draws with the next seed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -599,9 +601,9 @@ fit.help = _fit_help()
               help="Instead: the coherence of the topics in CORPUS (default: the training corpus), "
                    "any of u_mass,c_npmi,c_uci,c_v (as gensim's CoherenceModel), their diversity "
                    "and repeated topics; saved in MODEL/coherence.json.")
-@click.option("--top-n", type=click.IntRange(2),
+@click.option("--top-n", type=Count(2),
               help="--coherence: top words of each topic scored.  [default: 10]")
-@click.option("--window", type=click.IntRange(0),
+@click.option("--window", type=Count(0),
               help="--coherence: c_uci, c_npmi and c_v count co-occurrences in sliding windows of "
                    "this many tokens (CORPUS prepared with --keep-order), or 0: in whole documents "
                    "[default: gensim's 10 (c_v: 110) when CORPUS keeps order, else 0]. u_mass "
@@ -737,7 +739,7 @@ def _largest_per_column(matrix, n, block_rows=4096):
 
 @cli.command()
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
-@click.option("-n", "--words", "n_words", type=click.IntRange(1), default=10, show_default=True,
+@click.option("-n", "--words", "n_words", type=Count(1), default=10, show_default=True,
               help="Words per topic.")
 @click.option("--json", "as_json", is_flag=True, help="JSON list of {topic, weight, tokens, words, weights, "
               "repeats}, and coherence {measure: score} when `eval --coherence` saved it for the model "
@@ -748,7 +750,7 @@ def _largest_per_column(matrix, n, block_rows=4096):
               help="Every topic, also those that carry almost no weight or tokens.")
 @click.option("--relevance", type=Finite(0, 1), default=1.0, show_default=True, metavar="LAMBDA",
               help=RELEVANCE_HELP)
-@click.option("--correlations", "n_pairs", type=click.IntRange(1), is_flag=False, flag_value=10, default=None,
+@click.option("--correlations", "n_pairs", type=Count(1), is_flag=False, flag_value=10, default=None,
               metavar="[N]", help="CTM models: after the topics, the N topic pairs with the highest "
               "correlation in Sigma_0 as 'topic i  topic j  correlation' lines (N: 10 if omitted). With "
               "--json the output becomes {topics: [...], correlations: K x K matrix, pairs: [...]}.")
@@ -908,7 +910,7 @@ def export(model, output, fmt, corpus, threads, as_json):
               help="FILE.html to write: one page, plots inline, nothing fetched when it is viewed.")
 @click.option("--heldout", type=click.Path(exists=True, file_okay=False),
               help="Also score this held-out corpus (eval's default protocol).")
-@click.option("-n", "--words", "n_words", type=click.IntRange(2), default=10, show_default=True,
+@click.option("-n", "--words", "n_words", type=Count(2), default=10, show_default=True,
               help="Top words per topic, and the words scored for coherence unless `eval --coherence` "
                    "saved scores (shown as saved, with their own count).")
 @click.option("--relevance", type=Finite(0, 1), default=1.0, show_default=True, metavar="LAMBDA",

@@ -72,7 +72,21 @@ class OrAuto(click.ParamType):
 
 
 POSITIVE_OR_AUTO = OrAuto("float|auto", float, lambda x: 0 < x < float("inf"), "a finite number above 0")
-SEED = click.IntRange(0, 2**63 - 1)   # numpy generators take any whole number from 0; kernels an int64
+INT64_MAX = 2**63 - 1       # a count the kernels and numpy take without overflow
+SIZE_MAX = 2**31 - 1        # a count that sizes arrays (topics, iterations): larger gives a usage error
+SEED = click.IntRange(0, INT64_MAX)   # numpy generators take any whole number from 0; kernels an int64
+
+
+class Count(click.IntRange):
+    """A whole number from `low` to `high`: without an upper bound click takes any Python int, and
+    a kernel's int64 argument or numpy's array shape overflows (a traceback, not a usage error).
+    --help shows the int64 bound as no bound."""
+
+    def __init__(self, low, high=INT64_MAX):
+        super().__init__(low, high)
+
+    def _describe_range(self):
+        return f"x>={self.min}" if self.max == INT64_MAX else super()._describe_range()
 COUNT_OR_AUTO = OrAuto("integer|auto", int, lambda n: n >= 0, "a whole number from 0")
 
 
@@ -81,7 +95,7 @@ SCHEDULE = ("rho_t = (tau + t)^-kappa with t = 0 at the first minibatch (gensim'
             "scikit-learn's `learning_offset` is tau - 1; the SVI paper's tau is tau - 1, as it counts "
             "t from 1)")
 PART_OPTIONS = (
-    Option("n_topics", ("-k", "--topics", "n_topics"), click.IntRange(1),
+    Option("n_topics", ("-k", "--topics", "n_topics"), Count(1, SIZE_MAX),
            "Number of topics K (HDP: the corpus truncation).", default_text="100"),
     Option("alpha", ("--alpha",), POSITIVE_OR_AUTO,
            "Topic-proportion prior (HDP: document concentration). LDA: auto learns an asymmetric "
@@ -92,7 +106,7 @@ PART_OPTIONS = (
            "Topic Dirichlet prior. LDA: auto learns it (a Newton step every 10 minibatches).", 0.01),
     Option("omega", ("--omega",), Finite(0, min_open=True),
            "Corpus concentration of the topic sticks.", 1.0),
-    Option("doc_truncation", ("--doc-truncation",), click.IntRange(1),
+    Option("doc_truncation", ("--doc-truncation",), Count(1, SIZE_MAX),
            "Document truncation T: topics one document can use.", 15),
     Option("kappa", ("--kappa",), Finite(0.5, 1.0, min_open=True),
            f"Forgetting rate, in (0.5, 1]: {SCHEDULE}.", 0.7, "0.7, or the algorithm's"),
@@ -101,7 +115,7 @@ PART_OPTIONS = (
            "(SCVB0: any tau > 0, its step is capped at 1).", 64.0,
            "64, or the algorithm's (scvb0 1000, ssmf 10, ssmf-a 1, the CTM's svi 1); a short LDA run's "
            "default cvb0 step: a sixteenth of its updates"),
-    Option("max_iter", ("--max-iter",), click.IntRange(1), "Cap on E-step sweeps per document.", 100),
+    Option("max_iter", ("--max-iter",), Count(1, SIZE_MAX), "Cap on E-step sweeps per document.", 100),
     Option("tol", ("--tol",), Finite(0),
            "The E-step stops when the mean change of a document's parameters is below this.", 1e-3),
     Option("accelerate", ("--accelerate/--no-accelerate",), None,
@@ -151,14 +165,14 @@ PART_OPTIONS = (
            default_text="on when fit trains until the model stops improving (and no --init), else off"),
 )
 RUN_OPTIONS = (
-    Option("batch_size", ("--batch-size",), click.IntRange(1), "Documents per minibatch S.", 500,
+    Option("batch_size", ("--batch-size",), Count(1), "Documents per minibatch S.", 500,
            "500, or the algorithm's paper's"),
     Option("passes", ("--passes",), Finite(0, min_open=True),
            "Passes over the corpus (fractions allowed).", default_text="until two passes in a row (an "
            "HDP's: three) gain under 0.002 nats a word over the best (scored on --heldout, else on one "
            "document in 20, at most 1000, held aside from training), at most 50; or until --time-limit "
            "/ --max-docs when one is given"),
-    Option("max_docs", ("--max-docs",), click.IntRange(1),
+    Option("max_docs", ("--max-docs",), Count(1),
            "Stop after the minibatch that reaches this many documents."),
     Option("time_limit", ("--time-limit",), Finite(0, min_open=True),
            "Stop after this many seconds of training."),
@@ -166,7 +180,7 @@ RUN_OPTIONS = (
     Option("threads", ("--threads",), int, "Threads for the E-step, 1 to the cores (the model does not depend on it); "
            "with --scheduler or --workers, the numba threads of each dask worker too.",
            default_text="all cores; a dask worker 1"),
-    Option("chunk_docs", ("--chunk-docs",), click.IntRange(1),
+    Option("chunk_docs", ("--chunk-docs",), Count(1),
            "Documents per chunk of a minibatch's local step, a dask worker's unit of work. The chunks are "
            "fixed by this count and their statistics added in chunk order, on one machine as on any number "
            "of workers, so the model does not depend on where they run (it changes with this count, in the "
@@ -176,7 +190,7 @@ RUN_OPTIONS = (
            "whose scheduler is at this address (e.g. tcp://HOST:8786; workers started with --nthreads 1, "
            "reading the corpus at the same path or URL); fit's global step stays here. Needs "
            "topicscale[dask]."),
-    Option("workers", ("--workers",), click.IntRange(1),
+    Option("workers", ("--workers",), Count(1),
            "Run the documents' work on a dask LocalCluster of this many worker processes on this machine. "
            "Needs topicscale[dask]."),
     Option("heldout", ("--heldout",), click.Path(exists=True, file_okay=False),
@@ -184,9 +198,9 @@ RUN_OPTIONS = (
            "trains until the model stops improving (no --passes, --time-limit, --max-docs), it also "
            "decides when to stop, the polish and the merges, in place of documents held aside from "
            "training: its final score is then not of unseen documents."),
-    Option("eval_every", ("--eval-every",), click.IntRange(1), "Minibatches between held-out evaluations.",
+    Option("eval_every", ("--eval-every",), Count(1), "Minibatches between held-out evaluations.",
            default_text="only at the end"),
-    Option("checkpoint_every", ("--checkpoint-every",), click.IntRange(1), "Minibatches between checkpoints."),
+    Option("checkpoint_every", ("--checkpoint-every",), Count(1), "Minibatches between checkpoints."),
     Option("checkpoint_seconds", ("--checkpoint-interval", "checkpoint_seconds"), Finite(0),
            "Seconds between checkpoints (0: only by --checkpoint-every).", 300.0),
     Option("init_model", ("--init", "init_model"), click.Path(exists=True, file_okay=False),

@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from ..errors import InputError, TopicscaleError
-from ..options import SEED, Finite, given_flags
+from ..options import SEED, SIZE_MAX, Count, Finite, given_flags
 
 
 def _emit(as_json, payload, lines):
@@ -63,13 +63,13 @@ def _refuse_unused_options(hierarchical, bbvi):
 @click.option("--phi0", type=Finite(0, min_open=True), help="Hierarchical: Wishart scale Phi_0 = phi0 I (eq. 22) [default: 0.1].")
 @click.option("--phi1", type=Finite(0, min_open=True), help="Hierarchical: mu_0 ~ N(0, phi1 I) (eq. 23) [default: 1].")
 @click.option("--nu-extra", type=Finite(), help="Hierarchical: Wishart degrees of freedom nu = p + this [default: 10].")
-@click.option("--max-iter", type=click.IntRange(1), help="Hierarchical: EM iterations cap [default: 100, BBVI 20].")
+@click.option("--max-iter", type=Count(1, SIZE_MAX), help="Hierarchical: EM iterations cap [default: 100, BBVI 20].")
 @click.option("--tol", type=Finite(0), default=1e-6, show_default=True,
               help="Hierarchical: stop when mu_0 and Sigma_0 change by less than this.")
-@click.option("--samples", type=click.IntRange(2), help="BBVI: samples of q per gradient [default: 32].")
-@click.option("--iterations", type=click.IntRange(1), help="BBVI: gradient steps [default: 3000].")
+@click.option("--samples", type=Count(2, SIZE_MAX), help="BBVI: samples of q per gradient [default: 32].")
+@click.option("--iterations", type=Count(1, SIZE_MAX), help="BBVI: gradient steps [default: 3000].")
 @click.option("--step-size", type=Finite(0, min_open=True), help="BBVI: AdaGrad eta [default: 0.2].")
-@click.option("--batch-size", type=click.IntRange(0), help="BBVI: data points per minibatch, 0 for all [default: 256].")
+@click.option("--batch-size", type=Count(0), help="BBVI: data points per minibatch, 0 for all [default: 256].")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="BBVI: seed (same seed, same classifier).")
 @click.option("--force", is_flag=True, help="Replace an existing classifier in OUTPUT.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
