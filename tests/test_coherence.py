@@ -2,6 +2,7 @@
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -213,7 +214,6 @@ def slow_relevance_top(lam, relevance, n):
 
 @pytest.mark.parametrize("relevance", [1.0, 0.6, 0.2, 0.0])
 def test_relevance_ranking_matches_its_definition(relevance):
-    from types import SimpleNamespace
     rng = np.random.default_rng(3)
     V, K, eta = 300, 6, 0.05
     lam = eta + rng.gamma(0.3, 20.0, size=(V, K))
@@ -240,7 +240,6 @@ def test_relevance_factors_leave_words_of_no_share_last():
 def test_relevance_below_one_lets_words_frequent_everywhere_give_way():
     """Three topics that all lead with the corpus's most frequent word: ranked by probability their
     top 2 share it; by relevance 0.6 each leads with its own words."""
-    from types import SimpleNamespace
     V, eta = 7, 0.01
     lam = np.full((V, 3), eta)
     lam[0] = 100.0                                  # "the" in every topic
