@@ -302,6 +302,11 @@ def test_labels_by_row_or_by_id_with_errors_naming_file_and_line(tmp_path):
         with pytest.raises(InputError) as err:
             read_column(tmp_path / name, table)
         assert message in str(err.value), str(err.value)
+    (tmp_path / "binary.txt").write_bytes(b"1\n0\n\xff\xfe1\n")
+    with pytest.raises(InputError, match="binary.txt:3: not valid UTF-8"):
+        read_column(tmp_path / "binary.txt", table)
+    with pytest.raises(InputError, match="binary.txt:3: not valid UTF-8"):
+        read_features(tmp_path / "binary.txt")
 
 
 # --------------------------------------------------------------------------- end to end
@@ -373,6 +378,17 @@ def test_cli_fit_and_predict_on_infer_output(pipeline, tmp_path):
     # an existing classifier is kept unless --force
     r = run("classify", "fit", root / "theta.tsv", root / "labels.tsv", "-o", tmp_path / "clf", ok=False)
     one_line_error(r, "already holds a classifier", "--force")
+
+
+def test_cli_fit_that_fails_numerically_or_diverges_is_one_line_and_writes_nothing(pipeline, tmp_path):
+    root, _ = pipeline
+    result = run("classify", "fit", root / "theta.tsv", root / "labels.tsv", "--method", "jj",
+                 "--prior-variance", "1e300", "-o", tmp_path / "jj", ok=False)
+    one_line_error(result, "the jj fit failed numerically", "--prior-variance")
+    result = run("classify", "fit", root / "theta.tsv", root / "labels.tsv", "--method", "bbvi",
+                 "--step-size", "1e4", "--iterations", "200", "-o", tmp_path / "bbvi", ok=False)
+    one_line_error(result, "the bbvi fit diverged", "--step-size")
+    assert not (tmp_path / "jj").exists() and not (tmp_path / "bbvi").exists()
 
 
 def test_cli_hierarchical_with_groups(pipeline, tmp_path):

@@ -844,3 +844,31 @@ def test_init_continues_with_the_models_own_local_step(sotu, tmp_path):
     run("fit", root / "corpus", "--model", "hdp", "--init", tmp_path / "h", "--passes", "1", "--local", "meanfield",
         "-q", "-o", tmp_path / "h3")
     assert load_model(tmp_path / "h3").settings["local"] == "meanfield"
+
+
+@pytest.mark.parametrize("output", [".", "", "/", ".."])
+def test_an_output_that_names_no_folder_is_refused_and_leaves_nothing(model, tmp_path, monkeypatch, output):
+    """'.', '', '/' and '..' name no folder to write or replace: refused, and nothing (not even a
+    hidden folder set aside for the replacement) is left in the current folder."""
+    root, _ = model
+    (tmp_path / "in.txt").write_text("apple pear plum\npear plum fig\napple fig plum\n")
+    monkeypatch.chdir(tmp_path)
+    for args in (["prepare", "in.txt", "--min-df", "1", "-o", output],
+                 ["prepare", "in.txt", "--min-df", "1", "--heldout", "1", "--heldout-output", output, "-o", "c"],
+                 ["synth", root / "model", "-n", "3", "-o", output]):
+        assert_user_error(run(*args, ok=False), "give the name of the folder or file to write")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+    from topicscale.atomic import atomic_dir
+    from topicscale.errors import TopicscaleError
+    with pytest.raises(TopicscaleError, match="give the name"):
+        with atomic_dir(Path(output)):
+            pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_a_token_pattern_python_cannot_compile_is_one_line(tmp_path):
+    (tmp_path / "in.txt").write_text("apple pear plum\n")
+    for pattern in ("(", "a{99999999999}"):
+        assert_user_error(run("prepare", tmp_path / "in.txt", "--token-pattern", pattern, "-o", tmp_path / "c",
+                              ok=False), "invalid token pattern")
+    assert not (tmp_path / "c").exists()

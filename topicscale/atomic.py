@@ -36,6 +36,13 @@ def _beside(make, path, suffix):
         raise TopicscaleError(f"{path}: cannot write in {path.parent} ({exc.strerror})") from None
 
 
+def check_named(path, option="-o"):
+    """TopicscaleError unless `path` names a file or folder to write: not empty, '.', '..' or '/',
+    which name no entry of their parent that could be replaced."""
+    if Path(path).name in ("", ".", ".."):
+        raise TopicscaleError(f"{option} {str(path) or repr('')}: give the name of the folder or file to write")
+
+
 def check_parent(path, made=False):
     """TopicscaleError unless the folder that `path` goes in is a folder, or with `made`, is one
     or can be made."""
@@ -103,6 +110,7 @@ def atomic_dir(path):
     so a failure never destroys what was there.
     """
     path = Path(path)
+    check_named(path, str(path))
     check_parent(path, made=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(_beside(tempfile.mkdtemp, path, ".tmp"))
@@ -116,7 +124,11 @@ def atomic_dir(path):
         old = None
         if path.exists():
             old = Path(_beside(tempfile.mkdtemp, path, ".old"))
-            os.rename(path, old / path.name)
+            try:
+                os.rename(path, old / path.name)
+            except OSError:
+                old.rmdir()
+                raise
         os.rename(tmp, path)
         _fsync_dir(path.parent)
         if old is not None:

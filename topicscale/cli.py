@@ -147,6 +147,8 @@ class _Group(click.Group):
             raise UserError(f"{where}{exc.strerror or exc}") from None
         except MemoryError as exc:          # numpy's says what it could not allocate
             raise UserError(f"not enough memory{f': {exc}' if str(exc) else ''}") from None
+        except UnicodeDecodeError as exc:   # a reader that does not name its file and line
+            raise UserError(f"an input is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
         except KeyboardInterrupt as exc:
             terminated = isinstance(exc, Terminated)
             click.echo(f"topicscale: {'terminated' if terminated else 'interrupted'}", err=True)
@@ -211,8 +213,12 @@ def prepare(inputs, output, fmt, vocab, heldout, heldout_output, seed, min_df, m
     Text is lower-cased, tokenised and stripped of stop words; the vocabulary is pruned by
     --min-df, --max-df and --max-vocab. Empty documents are skipped and counted.
     """
+    from .atomic import check_named
     from .corpus.prepare import prepare as run
     from .corpus.readers import inputs_format
+    check_named(output)
+    if heldout_output is not None:
+        check_named(heldout_output, "--heldout-output")
     _refuse_unused_prepare_options(inputs_format(inputs, fmt), vocab)
     summary = run(inputs, output, fmt=fmt, vocab=vocab, heldout=_heldout_spec(heldout),
                   heldout_output=heldout_output, seed=seed, min_df=min_df, max_df=max_df,
@@ -270,7 +276,7 @@ def _refuse_unused_prepare_options(fmt, vocab):
 @click.argument("model", type=click.Path(exists=True, file_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Corpus folder to write.")
 @click.option("-n", "--documents", type=Count(1), required=True, help="Documents to draw.")
-@click.option("--doc-length", type=Finite(1), default=100.0, show_default=True,
+@click.option("--doc-length", type=Finite(1, 1e12), default=100.0, show_default=True,
               help="Mean document length (Poisson, each document at least one word).")
 @click.option("--alpha", type=Finite(0, min_open=True), default=0.1, show_default=True,
               help="Dirichlet prior of the documents' topic proportions.")
@@ -286,10 +292,12 @@ def synth(model, output, documents, doc_length, alpha, heldout, seed, as_json, q
     any size for scaling tests. An HDP's are those `topics` lists (carrying 99% of the weight or
     of the tokens), not the near-uniform rest of its truncation.
     """
+    from .atomic import check_named
     from .corpus.shards import check_corpus_output
     from .corpus.synth import synthesize
     from .exports import exported_topics
     from .models import load_model
+    check_named(output)
     heldout_output = output.rstrip("/") + "-heldout"
     for path in (output, heldout_output) if heldout else (output,):     # before drawing any
         check_corpus_output(path)

@@ -1,5 +1,7 @@
 """`topicscale classify fit | predict | info`: Bayesian logistic regression on topic proportions."""
 import json
+import math
+import warnings
 from pathlib import Path
 
 import click
@@ -95,10 +97,19 @@ def fit_cmd(features, labels, output, groups, method, prior_variance, intercept,
         bbvi_options = {k: v for k, v in bbvi_options.items() if v is not None}
     if nu_extra is not None and group_values is not None and len(set(group_values)) + nu_extra - 1 <= 0:
         raise click.BadParameter("must exceed 1 - (number of groups)", param_hint="--nu-extra")
-    clf = Classifier.fit(table.values, table.columns, y, groups=group_values, method=method,
-                         prior_variance=prior_variance, intercept=intercept, standardize=standardize,
-                         phi0=phi0, phi1=phi1, nu_extra=nu_extra, max_iter=max_iter, tol=tol,
-                         bbvi_options=bbvi_options)
+    try:
+        with warnings.catch_warnings():         # overflow on the way to a divergence, refused below
+            warnings.simplefilter("ignore", RuntimeWarning)
+            clf = Classifier.fit(table.values, table.columns, y, groups=group_values, method=method,
+                                 prior_variance=prior_variance, intercept=intercept, standardize=standardize,
+                                 phi0=phi0, phi1=phi1, nu_extra=nu_extra, max_iter=max_iter, tol=tol,
+                                 bbvi_options=bbvi_options)
+    except FloatingPointError as exc:
+        raise TopicscaleError(f"the {method} fit failed numerically ({exc}); a smaller --prior-variance "
+                              "(or --phi0, --phi1) keeps it stable") from None
+    if not math.isfinite(clf.summary["train_log_likelihood"]):
+        raise TopicscaleError(f"the {method} fit diverged (its coefficients are not finite), so nothing was "
+                              f"written{'; a smaller --step-size keeps BBVI stable' if method == 'bbvi' else ''}")
     clf.save(output)
     s = clf.summary
     payload = {"output": output, "method": method, "hierarchical": clf.hierarchical,

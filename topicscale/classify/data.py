@@ -64,6 +64,15 @@ def _check_file(path, what):
     raise InputError(path, None, f"{kind}, not a {what}{hint}")
 
 
+def _read_text(path):
+    """The text of a UTF-8 file; InputError naming the line of the first byte that is not UTF-8."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, data.count(b"\n", 0, exc.start) + 1, "not valid UTF-8") from None
+
+
 def read_features(path):
     """Read FEATURES (see the module docstring; `-`: text on standard input) into a Table;
     InputError on bad input."""
@@ -76,8 +85,7 @@ def read_features(path):
         _check_file(path, "features file")
         if path.endswith(".npy"):
             return _read_npy(p)
-        with open(p, "r", encoding="utf-8", newline="") as fh:
-            text = fh.read()
+        text = _read_text(p)
     lines = text.splitlines()
     if not lines or not any(l.strip() for l in lines):
         raise InputError(path, None, "empty features file")
@@ -146,7 +154,7 @@ def _read_npy(p):
     ids = None
     ids_path = Path(str(p)[:-4] + ".ids.txt")
     if ids_path.is_file():
-        ids = ids_path.read_text(encoding="utf-8").splitlines()
+        ids = _read_text(ids_path).splitlines()
         if len(ids) != values.shape[0]:
             raise InputError(ids_path, None, f"{len(ids)} ids for the {values.shape[0]} rows of {p}")
     columns = [f"x{j}" for j in range(values.shape[1])]
@@ -161,8 +169,7 @@ def read_column(path, table, kind="label"):
     """
     path = str(path)
     _check_file(path, f"{kind}s file")
-    with open(path, "r", encoding="utf-8", newline="") as fh:
-        lines = fh.read().splitlines()
+    lines = _read_text(path).splitlines()
     entries = []                       # (line number, id or None, value)
     for i, line in enumerate(lines, 1):
         fields = line.split("\t")

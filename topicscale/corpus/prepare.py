@@ -267,7 +267,9 @@ def refuse_json_as_text(path, text_field):
 
 def _prepare_bow(path, fmt, vocab_spec, output, heldout_output, heldout, seed, source, bar, keep_empty):
     if vocab_spec and Path(vocab_spec).is_dir():
-        raise TopicscaleError(f"--vocab for {fmt} input is the vocabulary file that goes with it")
+        raise TopicscaleError(f"{path}: {fmt} input holds word ids of its own vocabulary file (prepare's "
+                              "--vocab FILE); a fixed vocabulary (--vocab FOLDER, or infer's model) applies "
+                              "to text and JSON lines only")
     src = readers.open_bow(path, fmt, vocab_spec)
     vocab = src.vocab or [f"w{i}" for i in range(src.n_words)]
     n_docs = src.n_docs

@@ -45,7 +45,7 @@ class Tokenizer:
     def __init__(self, stopwords=frozenset(), token_pattern=DEFAULT_TOKEN_PATTERN, lowercase=True):
         try:
             self.pattern = re.compile(token_pattern)
-        except (re.error, TypeError, ValueError) as e:
+        except (re.error, TypeError, ValueError, OverflowError) as e:
             raise TopicscaleError(f"invalid token pattern {token_pattern!r}: {e}") from None
         self.lowercase = lowercase
         self.stopwords = frozenset(w.lower() for w in stopwords) if lowercase else frozenset(stopwords)
