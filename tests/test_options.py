@@ -240,18 +240,18 @@ def test_a_negative_seed_is_a_usage_error(tiny, tmp_path, command):
     assert run(*args(tmp_path / "ok"), "--seed", big).exit_code == 0
 
 
-def _float_options(group, path=()):
-    """(command path, option) of every option of every command whose type takes a float."""
+def options_of_type(kind, group=cli, path=()):
+    """(command path, option) of every option of every command whose type is a `kind`."""
     for name, command in group.commands.items():
         if hasattr(command, "commands"):
-            yield from _float_options(command, path + (name,))
+            yield from options_of_type(kind, command, path + (name,))
             continue
         for param in command.params:
-            if isinstance(param.type, click.types.FloatParamType):
+            if isinstance(param.type, kind):
                 yield path + (name,), param
 
 
-FLOAT_OPTIONS = list(_float_options(cli))
+FLOAT_OPTIONS = list(options_of_type(click.types.FloatParamType))
 
 
 def test_every_float_option_refuses_nan_and_infinity():
@@ -284,21 +284,11 @@ def test_a_non_finite_number_is_refused_before_any_work(tiny, tmp_path, flags):
     assert result.exit_code != 0 and "not a finite number" in result.output and not (tmp_path / "m").exists()
 
 
-def _int_options(group, path=()):
-    for name, command in group.commands.items():
-        if hasattr(command, "commands"):
-            yield from _int_options(command, path + (name,))
-            continue
-        for param in command.params:
-            if isinstance(param.type, click.IntRange):
-                yield path + (name,), param
-
-
 def test_every_count_option_has_a_bound_the_kernels_take():
     """Every count option is bounded by int64 (a kernel's integers), and those that size arrays by
     SIZE_MAX, so that a huge value is a usage error rather than an overflow in a kernel or in
     numpy's array shapes."""
-    found = list(_int_options(cli))
+    found = list(options_of_type(click.IntRange))
     assert len(found) >= 20
     sized = {("fit", "n_topics"), ("fit", "doc_truncation"), ("fit", "max_iter"),
              ("classify fit", "max_iter"), ("classify fit", "samples"), ("classify fit", "iterations")}
