@@ -72,6 +72,7 @@ class OrAuto(click.ParamType):
 
 
 POSITIVE_OR_AUTO = OrAuto("float|auto", float, lambda x: 0 < x < float("inf"), "a finite number above 0")
+COUNT_OR_AUTO = OrAuto("integer|auto", int, lambda n: n >= 0, "a whole number from 0")
 INT64_MAX = 2**63 - 1       # a count the kernels and numpy take without overflow
 SIZE_MAX = 2**31 - 1        # a count that sizes arrays (topics, iterations): larger gives a usage error
 SEED = click.IntRange(0, INT64_MAX)   # numpy generators take any whole number from 0; kernels an int64
@@ -87,7 +88,6 @@ class Count(click.IntRange):
 
     def _describe_range(self):
         return f"x>={self.min}" if self.max == INT64_MAX else super()._describe_range()
-COUNT_OR_AUTO = OrAuto("integer|auto", int, lambda n: n >= 0, "a whole number from 0")
 
 
 # ------------------------------------------------------------------------------ declarations
